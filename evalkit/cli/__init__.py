@@ -1,0 +1,50 @@
+"""The ``evalkit`` command line: the only package that imports click.
+
+Each command parses options, calls the core and renders. User errors (``EvalkitError``) are
+caught once, here, and printed as one ``Error: ...`` line with the class's exit code; anything
+else is a bug and keeps its traceback. Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from evalkit import __version__
+from evalkit.errors import EvalkitError
+
+
+class EvalkitGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EvalkitError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("Interrupted: answers received so far are kept in the cache; nothing was stored.", err=True)
+            ctx.exit(130)
+
+
+@click.group(cls=EvalkitGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="evalkit")
+def cli() -> None:
+    """Measure LLM answers and retrieval; catch regressions in CI."""
+
+
+def _register() -> None:
+    from evalkit.cli import history, init, run, validate
+
+    for module in (run, validate, history, init):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main() -> None:
+    cli.main(prog_name="evalkit", standalone_mode=True)
+    sys.exit(0)

@@ -1,0 +1,83 @@
+"""``evalkit report``, ``show`` and ``prune``: the stored history."""
+
+from __future__ import annotations
+
+import click
+
+from evalkit.cli.options import config_option, db_option, format_option, stdout_console
+
+
+@click.command("report")
+@click.argument("set_id", required=False)
+@click.option("--provider", metavar="ID", help="Only runs of this provider instance.")
+@click.option("--model", metavar="ALIAS", help="Only runs that sent this model alias.")
+@click.option("--grader", metavar="NAME", help="Only runs stored under this grader.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs.")
+@db_option
+@config_option
+@format_option("table", "json", "markdown")
+def report_command(
+    set_id: str | None, provider: str | None, model: str | None, grader: str | None, limit: int | None,
+    db: str | None, config: str | None, fmt: str,
+) -> None:  # fmt: skip
+    """History, trend and baseline per set (or one set's history)."""
+    from evalkit import api
+    from evalkit.report import jsonout, markdown, render
+
+    cfg = api.load_config(config)
+    filtered = set_id or provider or model or grader or limit
+    rows = api.history(cfg, db=db, set_id=set_id, provider=provider, model=model, grader=grader, limit=limit)
+    if fmt == "json":
+        click.echo(jsonout.dumps({"runs": rows}))
+    elif filtered and fmt == "markdown":
+        click.echo(markdown.history_markdown(set_id or "runs", rows), nl=False)
+    elif filtered:
+        render.render_history(stdout_console(), set_id or "runs", rows)
+    elif fmt == "markdown":
+        click.echo(markdown.summaries_markdown(api.set_report(cfg, db=db)), nl=False)
+    else:
+        render.render_summaries(stdout_console(), api.set_report(cfg, db=db))
+
+
+@click.command("show")
+@click.argument("run_id")
+@db_option
+@config_option
+@format_option("table", "json", "markdown")
+def show_command(run_id: str, db: str | None, config: str | None, fmt: str) -> None:
+    """One stored run, per item (texts only as the privacy level kept them)."""
+    from evalkit import api
+    from evalkit.report import jsonout, markdown, render
+
+    run, meta = api.show_run(api.load_config(config), run_id, db=db)
+    if fmt == "json":
+        click.echo(jsonout.dumps(jsonout.run_json(run, meta.get("gate"))))
+    elif fmt == "markdown":
+        click.echo(markdown.run_markdown(run), nl=False)
+    else:
+        render.render_run(stdout_console(), run, meta.get("gate"))
+
+
+@click.command("prune")
+@click.option(
+    "--older-than",
+    "older_than",
+    type=click.IntRange(min=1),
+    metavar="DAYS",
+    help="Age in days (default: retention_days).",
+)
+@db_option
+@config_option
+def prune_command(older_than: int | None, db: str | None, config: str | None) -> None:
+    """Delete whole stored runs (and cache entries) older than the retention."""
+    from evalkit import api
+
+    cfg = api.load_config(config)
+    days = older_than if older_than is not None else cfg.retention_days
+    runs, entries = api.prune(cfg, older_than_days=days, db=db)
+    click.echo(
+        f"Deleted {runs} run{'s' if runs != 1 else ''} and {entries} cache entr{'ies' if entries != 1 else 'y'} older than {days} days."
+    )
+
+
+COMMANDS = [report_command, show_command, prune_command]

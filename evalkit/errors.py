@@ -1,0 +1,96 @@
+"""The evalkit exception tree.
+
+Core code raises these; the CLI catches ``EvalkitError`` once, prints one ``Error: ...`` line
+and exits with the class's ``exit_code``. Anything else is a bug and keeps its traceback.
+
+    EvalkitError
+    ├── InputError (2)            the user's input is invalid; nothing was called or stored
+    │   ├── SetError              a set or config file failed to load (carries file:line:col issues)
+    │   ├── ToleranceError        a tolerance outside 0..1 or not a finite number
+    │   └── UnknownNameError      an unknown set, grader, provider or retriever id
+    └── RunError (3)              the run could not complete
+        ├── ProviderError         a model call failed after its retries (per item: data, not a crash)
+        │   └── ProviderRefused   the endpoint refused us (auth, unknown model): the run aborts
+        ├── RetrieverError        a retriever call failed
+        ├── ModelMissingError     the local model file or its runtime is not installed
+        └── StoreError            the database could not be opened, locked too long, or failed
+
+Exit code 1 (a quality gate failed) is not an error: the CLI decides it from the run's verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class EvalkitError(Exception):
+    """Base of every error evalkit reports to a user."""
+
+    exit_code: int = 3
+
+
+class InputError(EvalkitError):
+    """Invalid input: usage, YAML or schema error, unknown name, invalid tolerance."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """One problem in a file, located by line and column (1-based) and a data path."""
+
+    file: str
+    line: int
+    col: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class SetError(InputError):
+    """A set or config file is invalid; carries every issue found, in file order."""
+
+    def __init__(self, issues: list[Issue]) -> None:
+        self.issues = list(issues)
+        first = str(self.issues[0]) if self.issues else "invalid file"
+        more = len(self.issues) - 1
+        if more > 0:
+            first += f" (and {more} more; run `evalkit validate` to list them)"
+        super().__init__(first)
+
+
+class ToleranceError(InputError):
+    """A tolerance that is not a finite number in 0..1."""
+
+
+class UnknownNameError(InputError):
+    """An unknown set, grader, provider or retriever id."""
+
+
+class RunError(EvalkitError):
+    """The run could not complete."""
+
+    exit_code = 3
+
+
+class ProviderError(RunError):
+    """A model call failed after its retries."""
+
+
+class ProviderRefused(ProviderError):
+    """The endpoint refused the request in a way no retry can fix (401/403/404)."""
+
+
+class RetrieverError(RunError):
+    """A retriever call failed."""
+
+
+class ModelMissingError(RunError):
+    """The local model file or its runtime is not installed."""
+
+
+class StoreError(RunError):
+    """The database could not be opened or written."""

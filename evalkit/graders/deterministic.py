@@ -1,0 +1,112 @@
+"""The four assertions and the deterministic grader (no model call).
+
+- exact: equal after stripping space, \\t, \\n, \\r, \\0 and \\x0b from both ends; case-sensitive.
+- contains: case-sensitive substring of the raw response.
+- regex: searched anywhere with the ``regex`` engine under a time limit, so catastrophic
+  backtracking fails the assertion with a reason instead of hanging the run.
+- json_schema: the trimmed response parses as strict JSON (no NaN/Infinity, no code fences) and
+  validates against a Draft 2020-12 schema.
+
+A prompt passes when every assertion holds; its score is the fraction that hold.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evalkit.records import Assertion, AssertionResult, Grade, Prompt, PromptSet, ServingRecord
+
+WHITESPACE = " \t\n\r\0\x0b"
+REGEX_TIMEOUT_S = 1.0
+YARDSTICK = "deterministic"
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return repr(text)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def check_exact(expected: str, response: str) -> AssertionResult:
+    got = response.strip(WHITESPACE)
+    if got == expected.strip(WHITESPACE):
+        return AssertionResult("exact", True)
+    return AssertionResult("exact", False, f"exact: expected {_clip(expected)}, got {_clip(got)}")
+
+
+def check_contains(needle: str, response: str) -> AssertionResult:
+    if needle in response:
+        return AssertionResult("contains", True)
+    return AssertionResult("contains", False, f"contains {_clip(needle)}: not found")
+
+
+def check_regex(compiled: Any, response: str) -> AssertionResult:
+    try:
+        found = compiled.pattern.search(response, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        return AssertionResult(
+            "regex",
+            False,
+            f"regex {compiled.source}: gave up after {REGEX_TIMEOUT_S:g} s (catastrophic backtracking?)",
+        )
+    if found is not None:
+        return AssertionResult("regex", True)
+    return AssertionResult("regex", False, f"regex {compiled.source}: no match")
+
+
+def check_json_schema(validator: Any, response: str) -> AssertionResult:
+    try:
+        document = json.loads(response.strip(WHITESPACE), parse_constant=_reject_constant)
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return AssertionResult("json_schema", False, f"json_schema: response is not JSON ({reason})")
+    error = next(iter(validator.iter_errors(document)), None)
+    if error is None:
+        return AssertionResult("json_schema", True)
+    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return AssertionResult("json_schema", False, f"json_schema: {where}: {error.message}")
+
+
+def check(assertion: Assertion, response: str) -> AssertionResult:
+    """One assertion against one response."""
+    if assertion.type == "exact":
+        return check_exact(assertion.value, response)
+    if assertion.type == "contains":
+        return check_contains(assertion.value, response)
+    if assertion.type == "regex":
+        return check_regex(assertion.compiled, response)
+    if assertion.type == "json_schema":
+        return check_json_schema(assertion.compiled, response)
+    raise ValueError(f"unknown assertion type {assertion.type!r}")
+
+
+def grade_assertions(prompt: Prompt, response: str) -> Grade:
+    """The deterministic grade of ``response``: all assertions must hold; score = fraction held."""
+    if not prompt.assertions:
+        return Grade(
+            False,
+            0.0,
+            "no assertions: a reference-only prompt needs --grader decision",
+            yardstick=YARDSTICK,
+        )
+    results = tuple(check(a, response) for a in prompt.assertions)
+    held = sum(1 for r in results if r.passed)
+    total = len(results)
+    if held == total:
+        reason = f"all {total} assertion{'s' if total > 1 else ''} hold" if total > 1 else "assertion holds"
+    else:
+        reason = "; ".join(r.reason for r in results if not r.passed)
+    return Grade(held == total, held / total, reason, results, YARDSTICK)
+
+
+class DeterministicGrader:
+    """Grades by assertions only; never calls a model."""
+
+    name = YARDSTICK
+
+    async def grade(self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None) -> Grade:
+        return grade_assertions(prompt, response)

@@ -1,0 +1,90 @@
+"""Model endpoints behind one interface (``evalkit.protocols.Provider``).
+
+``ProviderPool`` builds instances on first use (a fallback instance is only started when an
+item needs it) and closes every one it opened, also on errors and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from evalkit.config import ProviderConfig
+from evalkit.errors import InputError
+from evalkit.protocols import Provider
+
+
+def build_provider(config: ProviderConfig) -> Provider:
+    """A provider object for one configured instance (no network traffic yet)."""
+    if config.adapter == "openai":
+        from evalkit.providers.openai import OpenAIProvider
+
+        return OpenAIProvider(config)
+    if config.adapter == "anthropic":
+        from evalkit.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(config)
+    if config.adapter == "replay":
+        from evalkit.providers.replay import ReplayProvider
+
+        return ReplayProvider(config)
+    if config.adapter == "local":
+        from evalkit.providers.local import LocalProvider
+
+        return LocalProvider(config)
+    raise InputError(f"provider '{config.id}': unknown adapter '{config.adapter}'")
+
+
+def check_provider(config: ProviderConfig) -> None:
+    """Fail now, before any call, on what would stop this instance: key, answers or model file."""
+    if config.adapter in ("openai", "anthropic"):
+        from evalkit.providers.openai import api_key
+
+        api_key(config)
+    elif config.adapter == "replay":
+        from evalkit.providers.replay import ReplayProvider
+
+        ReplayProvider(config)
+    elif config.adapter == "local":
+        from evalkit.providers.local import model_file, runtime_available
+
+        model_file(config)
+        runtime_available()
+
+
+def default_alias(config: ProviderConfig) -> str:
+    """The model alias sent when the CLI does not override it."""
+    if config.model:
+        return config.model
+    if config.adapter == "local":
+        from evalkit.providers.local import model_file
+
+        return model_file(config).name.removesuffix(".gguf").lower()
+    if config.adapter == "replay":
+        return "replay"
+    raise InputError(
+        f"provider '{config.id}' has no model alias: add model: to it in evalkit.yaml or pass --model ALIAS"
+    )
+
+
+class ProviderPool:
+    """Opens provider instances on demand by id and closes them all at the end."""
+
+    def __init__(
+        self, lookup: Callable[[str], ProviderConfig], factory: Callable[[ProviderConfig], Provider] = build_provider
+    ) -> None:
+        self._lookup = lookup
+        self._factory = factory
+        self._open: dict[str, Provider] = {}
+
+    def config(self, instance_id: str) -> ProviderConfig:
+        return self._lookup(instance_id)
+
+    def get(self, instance_id: str) -> Provider:
+        if instance_id not in self._open:
+            self._open[instance_id] = self._factory(self._lookup(instance_id))
+        return self._open[instance_id]
+
+    async def aclose(self) -> None:
+        opened, self._open = list(self._open.values()), {}
+        for provider in opened:
+            await provider.aclose()

@@ -1,0 +1,85 @@
+"""The Anthropic Messages API: system prompt as its own field, x-api-key, anthropic-version."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from evalkit.config import ANTHROPIC_DEFAULT_URL, ProviderConfig
+from evalkit.errors import ProviderError
+from evalkit.providers.http import JsonClient
+from evalkit.providers.openai import api_key
+from evalkit.providers.retry import RetryPolicy
+from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
+
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+# OpenAI-style parameter names in set files, mapped to the Messages API's own.
+PARAM_NAMES = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "stop": "stop_sequences"}
+
+
+class AnthropicProvider:
+    adapter = "anthropic"
+
+    def __init__(self, config: ProviderConfig) -> None:
+        self.instance_id = config.id
+        self.config = config
+        key = api_key(config)
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        headers.update(config.headers)
+        self.client = JsonClient(
+            f"provider '{config.id}'",
+            config.base_url or ANTHROPIC_DEFAULT_URL,
+            headers=headers,
+            timeout_s=config.timeout_s,
+            max_connections=config.max_concurrency,
+            key_env=config.api_key_env,
+            secrets=(key,) if key else (),
+        )
+        self.policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s)
+        self._slots = asyncio.Semaphore(config.max_concurrency)
+
+    def payload(self, request: CompletionRequest) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": request.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+            "max_tokens": DEFAULT_MAX_TOKENS,
+        }
+        if request.system:
+            payload["system"] = request.system
+        for name, value in request.params.items():
+            if name in PARAM_NAMES:
+                payload[PARAM_NAMES[name]] = [value] if name == "stop" and isinstance(value, str) else value
+            elif name not in ("seed",):  # no seed in the Messages API
+                payload[name] = value
+        return payload
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        payload = self.payload(request)
+
+        async def attempt() -> tuple[dict[str, Any], float]:
+            async with self._slots:
+                return await self.client.post("messages", payload)
+
+        body, latency_ms = await self.policy.run(attempt)
+        content = body.get("content")
+        if not isinstance(content, list):
+            raise ProviderError(f"provider '{self.instance_id}': response has no content list")
+        text = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        reported = body.get("model")
+        usage = body.get("usage") or {}
+        return Completion(
+            text=text,
+            serving=ServingRecord(
+                self.instance_id, request.model, reported if isinstance(reported, str) and reported else None
+            ),
+            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            latency_ms=latency_ms,
+            adapter=self.adapter,
+            raw={"content": content, "stop_reason": body.get("stop_reason")},
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

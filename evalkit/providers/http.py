@@ -1,0 +1,112 @@
+"""JSON over HTTP with httpx: one keep-alive client per endpoint, faults mapped to evalkit errors.
+
+- 408, 409, 429, 5xx, connection errors and timeouts -> ``TransientError`` (retried by the policy)
+- 401, 403, 404 -> ``ProviderRefused`` (no retry can fix them: the run aborts)
+- other 4xx, a malformed JSON body -> ``ProviderError`` (this item fails)
+
+Error texts never carry the API key: any secret the client knows is masked in them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from evalkit.errors import ProviderError, ProviderRefused
+from evalkit.providers.retry import TransientError, is_retryable_status, parse_retry_after
+
+REFUSED_STATUS = frozenset({401, 403, 404})
+
+
+class JsonClient:
+    """POSTs JSON to one endpoint; ``name`` and ``key_env`` are for messages only."""
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float = 60.0,
+        max_connections: int = 8,
+        key_env: str | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
+        import httpx
+
+        self.name = name
+        self.key_env = key_env
+        self._secrets = tuple(s for s in secrets if s)
+        self._httpx = httpx
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/",
+            headers=dict(headers or {}),
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            trust_env=False,
+        )
+        self._timeout_s = timeout_s
+
+    def mask(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    async def post(self, path: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
+        """The decoded JSON object answered to ``payload`` and the call's latency in ms."""
+        httpx = self._httpx
+        started = time.perf_counter()
+        try:
+            response = await self._client.post(path.lstrip("/"), json=payload)
+        except httpx.TimeoutException:
+            raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
+        except httpx.TransportError as exc:
+            raise TransientError(
+                f"{self.name}: connection error ({type(exc).__name__}: {self.mask(str(exc))})"
+            ) from None
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        status = response.status_code
+        if status >= 400:
+            self._raise_status(status, response)
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            raise ProviderError(f"{self.name}: malformed JSON in the response body (HTTP {status})") from None
+        if not isinstance(body, dict):
+            raise ProviderError(f"{self.name}: expected a JSON object in the response body, got {type(body).__name__}")
+        return body, latency_ms
+
+    def _raise_status(self, status: int, response: Any) -> None:
+        detail = self.mask(_error_detail(response))
+        text = f"{self.name}: HTTP {status}{': ' + detail if detail else ''}"
+        if is_retryable_status(status):
+            raise TransientError(text, parse_retry_after(response.headers.get("retry-after")))
+        if status in REFUSED_STATUS:
+            if status == 404:
+                hint = "check the model alias and base_url"
+            elif self.key_env:
+                hint = f"check the API key in ${self.key_env}"
+            else:
+                hint = "the endpoint needs credentials: set api_key_env for this instance"
+            raise ProviderRefused(f"provider {text}; {hint}")
+        raise ProviderError(text)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _error_detail(response: Any) -> str:
+    """The error message an API put in its body, clipped; '' when there is none."""
+    try:
+        body = response.json()
+    except ValueError:
+        return str(response.text).strip()[:200]
+    if isinstance(body, dict):
+        error = body.get("error", body.get("message"))
+        if isinstance(error, dict):
+            error = error.get("message")
+        if isinstance(error, str):
+            return error[:200]
+    return ""

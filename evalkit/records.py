@@ -1,0 +1,367 @@
+"""Frozen records shared by every layer.
+
+Loaders produce set records, providers produce completions, graders produce grades, the runner
+assembles run results, and the store, compare and report layers read them. Nothing here does
+I/O; aggregates are derived properties so they can never disagree with the items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+JsonValue = Any
+Params = Mapping[str, JsonValue]
+
+ASSERTION_TYPES = ("contains", "exact", "json_schema", "regex")
+GRADERS = ("deterministic", "decision")
+QUESTION_FORMS = ("match", "gap")
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerances:
+    """Allowed drops before a run counts as a regression; exact decimals in 0..1."""
+
+    max_pass_rate_drop: Decimal = Decimal("0.1")
+    max_mean_score_drop: Decimal = Decimal("0.1")
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "max_pass_rate_drop": float(self.max_pass_rate_drop),
+            "max_mean_score_drop": float(self.max_mean_score_drop),
+        }
+
+
+def parse_tolerance(value: object) -> Decimal:
+    """A tolerance as an exact decimal; ValueError unless a finite number in 0..1 inclusive.
+
+    Strings are parsed as decimals (``5e-1``, ``-0.0``); floats from YAML through their shortest
+    repr, so ``0.1`` is exactly one tenth. Booleans are not numbers.
+    """
+    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+        raise ValueError("must be a finite number in 0..1")
+    text = value.strip() if isinstance(value, str) else str(value) if isinstance(value, Decimal) else repr(value)
+    try:
+        number = Decimal(text)
+    except ArithmeticError:
+        raise ValueError("must be a finite number in 0..1") from None
+    if not number.is_finite() or not Decimal(0) <= number <= Decimal(1):
+        raise ValueError("must be a finite number in 0..1")
+    return abs(number) if number.is_zero() else number
+
+
+@dataclass(frozen=True, slots=True)
+class Assertion:
+    """One assertion of a prompt: its type, its value as written and its compiled matcher."""
+
+    type: str
+    value: JsonValue
+    compiled: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    id: str
+    prompt: str
+    assertions: tuple[Assertion, ...] = ()
+    system: str | None = None  # None: inherit the set's; "": none
+    params: Params = field(default_factory=dict)
+    reference: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSet:
+    id: str
+    name: str
+    prompts: tuple[Prompt, ...]
+    path: Path | None = None
+    description: str | None = None
+    system: str | None = None
+    params: Params = field(default_factory=dict)
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    # Tolerances the file stated explicitly; the CLI's options win over them.
+    kind: Literal["prompts"] = "prompts"
+
+    def system_for(self, prompt: Prompt) -> str | None:
+        """The system prompt a call for ``prompt`` runs with (None when there is none)."""
+        system = prompt.system if prompt.system is not None else self.system
+        return system or None
+
+    def params_for(self, prompt: Prompt) -> dict[str, JsonValue]:
+        return {**self.params, **prompt.params}
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalTolerances:
+    max_top1_drop: Decimal = Decimal("0.1")
+    max_top3_drop: Decimal = Decimal("0.1")
+
+    def as_dict(self) -> dict[str, float]:
+        return {"max_top1_drop": float(self.max_top1_drop), "max_top3_drop": float(self.max_top3_drop)}
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    question: str
+    form: str
+    expected: tuple[str, ...]
+    hard_class: str | None = None
+    answer_gist: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionSet:
+    id: str
+    name: str
+    questions: tuple[Question, ...]
+    path: Path | None = None
+    description: str | None = None
+    corpus: Path | None = None
+    corpus_line: int = 0
+    tolerances: RetrievalTolerances = field(default_factory=RetrievalTolerances)
+    kind: Literal["questions"] = "questions"
+
+
+AnySet = PromptSet | QuestionSet
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """What a provider is asked: the messages, the alias to send and request parameters."""
+
+    messages: tuple[Message, ...]
+    model: str
+    params: Params = field(default_factory=dict)
+    item_id: str = ""  # the prompt id (the replay adapter answers by it)
+    set_id: str = ""
+
+    @property
+    def system(self) -> str | None:
+        return next((m.content for m in self.messages if m.role == "system"), None)
+
+
+@dataclass(frozen=True, slots=True)
+class ServingRecord:
+    """Which model answered: instance id, alias actually sent, model the response reported."""
+
+    provider: str
+    model: str
+    reported_model: str | None
+    version: int = 1
+
+    @property
+    def verified(self) -> bool:
+        """True when the response named its model (the serving proof)."""
+        return bool(self.reported_model)
+
+    def as_dict(self) -> dict[str, JsonValue]:
+        return {
+            "version": self.version,
+            "provider": self.provider,
+            "model": self.model,
+            "reported_model": self.reported_model,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    serving: ServingRecord
+    usage: Usage = Usage()
+    latency_ms: float = 0.0
+    adapter: str = ""
+    cached: bool = False
+    raw: Mapping[str, JsonValue] | None = None  # provider-specific extras (e.g. logprobs)
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionResult:
+    type: str
+    passed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Grade:
+    """A grader's verdict on one answer; ``yardstick`` names what measured it."""
+
+    passed: bool
+    score: float
+    reason: str
+    assertions: tuple[AssertionResult, ...] = ()
+    yardstick: str = "deterministic"
+    usage: Usage = Usage()
+    failed: bool = False  # the grading itself failed (a decision that could not be made)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """One prompt's outcome: a grade, or an error when its call failed after retries."""
+
+    id: str
+    passed: bool
+    score: float
+    reason: str
+    latency_ms: float | None = None
+    error: str | None = None
+    assertions: tuple[AssertionResult, ...] = ()
+    prompt: str = ""
+    system: str | None = None
+    response: str | None = None
+    serving: ServingRecord | None = None
+    adapter: str | None = None
+    usage: Usage = Usage()
+    yardstick: str | None = None
+    grader_usage: Usage = Usage()
+    cached: bool = False
+
+    @property
+    def errored(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The verdict against the baseline."""
+
+    state: str  # baseline | compared | not_compared | mismatch | unknown
+    reason: str
+    regressed: bool = False
+    baseline_run_id: str | None = None
+    pass_rate_delta: float | None = None
+    mean_score_delta: float | None = None
+    treatment_changed: bool | None = None
+
+    def as_dict(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {
+            "state": self.state,
+            "regressed": self.regressed,
+            "baseline_run_id": self.baseline_run_id,
+            "pass_rate_delta": self.pass_rate_delta,
+            "mean_score_delta": self.mean_score_delta,
+            "reason": self.reason,
+        }
+        if self.treatment_changed is not None:
+            out["treatment_changed"] = self.treatment_changed
+        return out
+
+
+def shared_generator(serving: list[ServingRecord | None]) -> ServingRecord | None:
+    """The one verified serving record every answered item reports, else None."""
+    answered = [s for s in serving if s is not None]
+    if not answered or not all(s.verified for s in answered):
+        return None
+    first = answered[0]
+    return first if all(s == first for s in answered) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregates:
+    """A run's counts and rates; both rates are 0.0 for a run with no items."""
+
+    item_count: int = 0
+    passed_count: int = 0
+    error_count: int = 0
+    pass_rate: float = 0.0
+    mean_score: float = 0.0
+
+    @classmethod
+    def of(cls, items: tuple[ItemResult, ...]) -> Aggregates:
+        n = len(items)
+        passed = sum(1 for i in items if i.passed)
+        return cls(
+            item_count=n,
+            passed_count=passed,
+            error_count=sum(1 for i in items if i.errored),
+            pass_rate=passed / n if n else 0.0,
+            mean_score=sum(i.score for i in items) / n if n else 0.0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """A prompt run: what ran, on which generator, each item, and the aggregates.
+
+    Built by ``RunResult.create`` from items (aggregates and generator derived from them), or
+    read back from the store (where items may be absent under the ``none`` privacy level).
+    """
+
+    run_id: str
+    set_id: str
+    set_fingerprint: str
+    provider: str
+    model: str
+    grader: str  # the stored grader: deterministic, a decision yardstick, decision, decision:failed
+    items: tuple[ItemResult, ...]
+    started_at: str
+    finished_at: str
+    generator: ServingRecord | None
+    totals: Aggregates
+    tolerances: Tolerances = Tolerances()
+    comparison: Comparison | None = None
+    set_name: str = ""
+    set_path: str | None = None
+    adapter: str = ""
+    usage: Usage = Usage()
+    grader_usage: Usage = Usage()
+    cost: float | None = None
+    kind: Literal["prompts"] = "prompts"
+
+    @classmethod
+    def create(cls, items: tuple[ItemResult, ...], **fields: Any) -> RunResult:
+        usage, grader_usage = Usage(), Usage()
+        for item in items:
+            if not item.cached:
+                usage = usage + item.usage
+            grader_usage = grader_usage + item.grader_usage
+        return cls(
+            items=items,
+            generator=shared_generator([i.serving for i in items]),
+            totals=Aggregates.of(items),
+            usage=usage,
+            grader_usage=grader_usage,
+            **fields,
+        )
+
+    @property
+    def prompt_count(self) -> int:
+        return self.totals.item_count
+
+    @property
+    def passed_count(self) -> int:
+        return self.totals.passed_count
+
+    @property
+    def error_count(self) -> int:
+        return self.totals.error_count
+
+    @property
+    def pass_rate(self) -> float:
+        return self.totals.pass_rate
+
+    @property
+    def mean_score(self) -> float:
+        return self.totals.mean_score

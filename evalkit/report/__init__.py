@@ -1,0 +1,1 @@
+"""Turning runs and history into output: JSON envelopes, rich tables, markdown and JUnit XML."""

@@ -1,0 +1,72 @@
+"""The JSON documents of DESIGN 3.2: one envelope per run (``run``, ``show``), ``report``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from evalkit.records import Comparison, RunResult
+
+
+def item_json(run: RunResult) -> list[dict[str, Any]]:
+    items = []
+    for item in run.items:
+        entry: dict[str, Any] = {
+            "id": item.id,
+            "passed": item.passed,
+            "score": item.score,
+            "reason": item.reason,
+            "latency_ms": round(item.latency_ms, 3) if item.latency_ms is not None else None,
+            "error": item.error,
+            "assertions": [{"type": a.type, "passed": a.passed} for a in item.assertions],
+        }
+        if item.response is not None:
+            entry["response"] = item.response
+        if item.cached:
+            entry["cached"] = True
+        items.append(entry)
+    return items
+
+
+def run_json(run: RunResult, gate: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The envelope ``evalkit run --format json`` prints for one prompt run."""
+    gen = run.generator
+    comparison = run.comparison or Comparison("not_compared", "Not compared: no store.")
+    return {
+        "run_id": run.run_id,
+        "set": run.set_id,
+        "kind": run.kind,
+        "grader": run.grader,
+        "generator": {"provider": gen.provider, "model": gen.model, "reported_model": gen.reported_model}
+        if gen
+        else None,
+        "provider": run.provider,
+        "model": run.model,
+        "prompt_count": run.prompt_count,
+        "passed_count": run.passed_count,
+        "error_count": run.error_count,
+        "pass_rate": run.pass_rate,
+        "mean_score": run.mean_score,
+        "usage": {"input_tokens": run.usage.input_tokens, "output_tokens": run.usage.output_tokens},
+        "grader_usage": {
+            "input_tokens": run.grader_usage.input_tokens,
+            "output_tokens": run.grader_usage.output_tokens,
+        },
+        "cost": run.cost,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "tolerances": run.tolerances.as_dict(),
+        "items": item_json(run),
+        "comparison": comparison.as_dict(),
+        "gate": gate or {"fail_on_regression": False, "passed": True},
+    }
+
+
+def dumps(document: Any) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def documents(envelopes: Sequence[dict[str, Any]]) -> str:
+    """One envelope as an object; several as an array."""
+    return dumps(envelopes[0] if len(envelopes) == 1 else list(envelopes))

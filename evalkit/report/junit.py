@@ -1,0 +1,61 @@
+"""JUnit XML: one testsuite per run, one testcase per prompt; failures carry the reason."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+from evalkit.records import RunResult
+
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _clean(text: str | None) -> str:
+    return _INVALID_XML.sub("\ufffd", text or "")
+
+
+def junit_xml(runs: Sequence[RunResult]) -> str:
+    suites = ET.Element("testsuites", name="evalkit")
+    for run in runs:
+        seconds = sum((i.latency_ms or 0.0) for i in run.items) / 1000.0
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name=run.set_id,
+            tests=str(run.prompt_count),
+            failures=str(run.prompt_count - run.passed_count - run.error_count),
+            errors=str(run.error_count),
+            time=f"{seconds:.3f}",
+            timestamp=run.started_at,
+        )
+        props = ET.SubElement(suite, "properties")
+        for name, value in (
+            ("run_id", run.run_id),
+            ("grader", run.grader),
+            ("provider", run.provider),
+            ("model", run.model),
+        ):
+            ET.SubElement(props, "property", name=name, value=_clean(value))
+        for item in run.items:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=run.set_id,
+                name=_clean(item.id),
+                time=f"{(item.latency_ms or 0.0) / 1000.0:.3f}",
+            )
+            if item.errored:
+                node = ET.SubElement(case, "error", message=_clean(item.error), type="ProviderError")
+                node.text = _clean(item.error)
+            elif not item.passed:
+                node = ET.SubElement(case, "failure", message=_clean(item.reason), type="AssertionFailed")
+                node.text = _clean(f"{item.reason}\n\nanswer:\n{item.response or ''}")
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(path: Path, runs: Sequence[RunResult]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(junit_xml(runs), encoding="utf-8")

@@ -1,0 +1,63 @@
+"""Markdown for a CI comment: a run, the history of a set, the per-set report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evalkit.records import RunResult
+from evalkit.report.render import clip, percent, sparkline
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def run_markdown(run: RunResult) -> str:
+    gen = run.generator
+    served = (
+        f"{gen.provider}/{gen.model} (reported `{gen.reported_model}`)"
+        if gen
+        else f"{run.provider}/{run.model} (model unknown)"
+    )
+    lines = [
+        f"### {run.set_id} · run `{run.run_id}`",
+        "",
+        f"{served} · grader `{run.grader}`",
+        "",
+        f"**Pass rate {percent(run.pass_rate)}** ({run.passed_count}/{run.prompt_count}) · mean score {run.mean_score:.3f} · errors {run.error_count}",
+    ]
+    if run.comparison is not None:
+        lines += ["", f"> {run.comparison.reason}"]
+    failing = [i for i in run.items if not i.passed]
+    if failing:
+        lines += ["", "| prompt | result | score | reason |", "|---|---|---:|---|"]
+        for item in failing:
+            result = "error" if item.errored else "fail"
+            lines.append(f"| {_cell(item.id)} | {result} | {item.score:.2f} | {_cell(clip(item.reason, 160))} |")
+    return "\n".join(lines) + "\n"
+
+
+def history_markdown(set_id: str, rows: Sequence[dict[str, Any]]) -> str:
+    lines = [f"### {set_id}", "", f"trend {sparkline([r['pass_rate'] for r in reversed(rows)])}", ""]
+    lines += [
+        "| run | started | provider/model | grader | pass rate | mean | verdict |",
+        "|---|---|---|---|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| `{r['run_id']}` | {r['started_at']} | {_cell(r['provider'] + '/' + r['model'])} | {_cell(r['grader'])} "
+            f"| {percent(r['pass_rate'])} | {r['mean_score']:.3f} | {r['comparison_state'] or '—'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def summaries_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["| set | latest run | pass rate | mean | trend | verdict |", "|---|---|---:|---:|---|---|"]
+    for r in rows:
+        verdict = "**regressed**" if r["regressed"] else (r["comparison_state"] or "—")
+        lines.append(
+            f"| {_cell(r['set_id'])} | `{r['run_id']}` | {percent(r['pass_rate'])} | {r['mean_score']:.3f} "
+            f"| {sparkline(r['trend'])} | {verdict} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,152 @@
+"""Rich tables for a terminal: a run, the history of a set, the per-set report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from evalkit.records import RunResult
+
+MAX_LISTED = 100
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """Rates in 0..1 as block characters (oldest first)."""
+    out = []
+    for value in values:
+        if value is None:
+            out.append(" ")
+        else:
+            out.append(SPARKS[min(len(SPARKS) - 1, max(0, int(value * (len(SPARKS) - 1) + 0.5)))])
+    return "".join(out)
+
+
+def percent(rate: float | None) -> str:
+    return "—" if rate is None else f"{rate * 100:.1f}%"
+
+
+def clip(text: str | None, limit: int = 120) -> str:
+    if text is None:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def verdict_style(state: str | None, regressed: bool | None) -> str:
+    if regressed:
+        return "bold red"
+    return {"baseline": "cyan", "compared": "green"}.get(state or "", "yellow")
+
+
+def _item_table(run: RunResult) -> tuple[Table, int]:
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for name, justify in (
+        ("prompt", "left"),
+        ("result", "left"),
+        ("score", "right"),
+        ("latency", "right"),
+        ("reason", "left"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    items = run.items
+    hidden = 0
+    if len(items) > MAX_LISTED:
+        failing = [i for i in items if not i.passed]
+        hidden = len(items) - len(failing[:MAX_LISTED])
+        items = tuple(failing[:MAX_LISTED])
+    for item in items:
+        if item.errored:
+            result = Text("ERROR", style="bold magenta")
+        elif item.passed:
+            result = Text("PASS", style="green")
+        else:
+            result = Text("FAIL", style="bold red")
+        latency = f"{item.latency_ms:.0f} ms" if item.latency_ms is not None else "—"
+        if item.cached:
+            latency += " (cached)"
+        reason = Text(clip(item.reason, 200))
+        if not item.passed and not item.errored and item.response is not None:
+            reason.append(f"\nanswer: {clip(item.response, 200)}", style="dim")
+        table.add_row(item.id, result, f"{item.score:.2f}", latency, reason)
+    return table, hidden
+
+
+def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = None) -> None:
+    gen = run.generator
+    served = (
+        f"{gen.provider}/{gen.model} (reported {gen.reported_model})"
+        if gen
+        else f"{run.provider}/{run.model} (model unknown)"
+    )
+    console.print(Text.assemble((run.set_id, "bold"), f" · {served} · grader {run.grader} · run {run.run_id}"))
+    if run.items:
+        table, hidden = _item_table(run)
+        console.print(table)
+        if hidden:
+            console.print(f"[dim]{hidden} passing item{'s' if hidden != 1 else ''} not listed[/dim]")
+    summary = (
+        f"Pass rate {percent(run.pass_rate)} ({run.passed_count}/{run.prompt_count}) · "
+        f"mean score {run.mean_score:.3f} · errors {run.error_count}"
+    )
+    if run.usage.total:
+        summary += f" · tokens {run.usage.input_tokens:,} in / {run.usage.output_tokens:,} out"
+    if run.grader_usage.total:
+        summary += f" · judge tokens {run.grader_usage.input_tokens:,} in / {run.grader_usage.output_tokens:,} out"
+    if run.cost is not None:
+        summary += f" · cost ${run.cost:.4f}"
+    console.print(summary)
+    if run.comparison is not None:
+        console.print(Text(run.comparison.reason, style=verdict_style(run.comparison.state, run.comparison.regressed)))
+    if gate and gate.get("fail_on_regression"):
+        console.print(
+            Text(
+                "Gate: passed" if gate.get("passed") else "Gate: FAILED",
+                style="green" if gate.get("passed") else "bold red",
+            )
+        )
+
+
+def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        console.print(f"No stored runs for {set_id}.")
+        return
+    console.print(
+        Text.assemble(
+            (set_id, "bold"),
+            f" · {len(rows)} run{'s' if len(rows) != 1 else ''} · trend {sparkline([r['pass_rate'] for r in reversed(rows)])}",
+        )
+    )
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for name in ("run", "started", "provider/model", "reported", "grader", "pass rate", "mean", "errors", "verdict"):
+        table.add_column(name, justify="right" if name in ("pass rate", "mean", "errors") else "left")
+    for r in rows:
+        table.add_row(
+            r["run_id"], str(r["started_at"]), f"{r['provider']}/{r['model']}", r["reported_model"] or "—", r["grader"],
+            percent(r["pass_rate"]), f"{r['mean_score']:.3f}", str(r["error_count"]),
+            Text(r["comparison_state"] or "—", style=verdict_style(r["comparison_state"], None)),
+        )  # fmt: skip
+    console.print(table)
+
+
+def render_summaries(console: Console, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        console.print("No stored runs yet. Run a set with: evalkit run sets/")
+        return
+    table = Table(
+        show_edge=False, header_style="bold", pad_edge=False, title="Latest run per set", title_justify="left"
+    )
+    for name in ("set", "latest run", "provider/model", "grader", "pass rate", "mean", "trend", "baseline", "verdict"):
+        table.add_column(name, justify="right" if name in ("pass rate", "mean") else "left")
+    for r in rows:
+        verdict = "regressed" if r["regressed"] else (r["comparison_state"] or "—")
+        table.add_row(
+            r["set_id"], r["run_id"], f"{r['provider']}/{r['model']}", r["grader"], percent(r["pass_rate"]),
+            f"{r['mean_score']:.3f}", sparkline(r["trend"]), r["baseline_run_id"] or "—",
+            Text(verdict, style=verdict_style(r["comparison_state"], r["regressed"])),
+        )  # fmt: skip
+    console.print(table)

@@ -1,0 +1,280 @@
+"""Run a prompt set: every prompt to its provider, every answer to the grader -> RunResult.
+
+Async with bounded concurrency: ``concurrency`` workers pull prompts in order (no task per
+prompt, so 100,000 recorded answers cost no more memory than the results). Each call goes
+through the completion cache first; a fresh answer is put in the cache as soon as it arrives,
+so an interrupted run keeps what it paid for. An item whose call fails after retries tries the
+instance's ``fallback`` chain, then becomes an item with an error; the run goes on. A refusal
+(auth, unknown model) aborts the whole run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from evalkit.config import Cost, ProviderConfig
+from evalkit.errors import ProviderError, ProviderRefused
+from evalkit.protocols import CompletionCache, Grader
+from evalkit.providers import ProviderPool, default_alias
+from evalkit.records import (
+    Completion,
+    CompletionRequest,
+    ItemResult,
+    Message,
+    Prompt,
+    PromptSet,
+    RunResult,
+    Tolerances,
+)
+
+Progress = Callable[[ItemResult], None]
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable and short enough to type: ``20261130-131502-3fa9c1``."""
+    moment = now or datetime.now(UTC)
+    return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def set_fingerprint(prompt_set: PromptSet) -> str:
+    """A hash of what the set asks and checks (prompts, systems, params, assertions, references)."""
+    body = {
+        "system": prompt_set.system,
+        "params": dict(prompt_set.params),
+        "prompts": [
+            {
+                "id": p.id,
+                "prompt": p.prompt,
+                "system": p.system,
+                "params": dict(p.params),
+                "assertions": [[a.type, a.value] for a in p.assertions],
+                "reference": p.reference,
+            }
+            for p in prompt_set.prompts
+        ],
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def build_request(prompt_set: PromptSet, prompt: Prompt, alias: str) -> CompletionRequest:
+    system = prompt_set.system_for(prompt)
+    messages = (Message("system", system),) if system else ()
+    return CompletionRequest(
+        messages=(*messages, Message("user", prompt.prompt)),
+        model=alias,
+        params=prompt_set.params_for(prompt),
+        item_id=prompt.id,
+        set_id=prompt_set.id,
+    )
+
+
+def cache_key(instance_id: str, request: CompletionRequest, repeat: int = 0) -> str:
+    """Completions are cached by provider instance, alias, messages and params (and repeat)."""
+    body: dict[str, Any] = {
+        "provider": instance_id,
+        "model": request.model,
+        "messages": [[m.role, m.content] for m in request.messages],
+        "params": dict(request.params),
+    }
+    if repeat:
+        body["repeat"] = repeat
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class Caller:
+    """Gets one completion: cache, primary instance, then its fallback chain."""
+
+    pool: ProviderPool
+    cache: CompletionCache | None
+    read_cache: bool
+
+    async def complete(self, instance_id: str, request: CompletionRequest, repeat: int = 0) -> Completion:
+        tried: list[str] = []
+        errors: list[str] = []
+        current: str | None = instance_id
+        while current is not None and current not in tried:
+            tried.append(current)
+            attempt = (
+                request if current == instance_id else replace(request, model=default_alias(self.pool.config(current)))
+            )
+            try:
+                return await self._one(current, attempt, repeat)
+            except ProviderRefused:
+                raise
+            except ProviderError as exc:
+                errors.append(str(exc))
+            current = self.pool.config(current).fallback
+        raise ProviderError("; then ".join(errors))
+
+    async def _one(self, instance_id: str, request: CompletionRequest, repeat: int) -> Completion:
+        key = cache_key(instance_id, request, repeat)
+        if self.cache is not None and self.read_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        completion = await self.pool.get(instance_id).complete(request)
+        if self.cache is not None:
+            self.cache.put(key, completion)
+        return completion
+
+
+async def run_items(
+    prompt_set: PromptSet,
+    *,
+    caller: Caller,
+    instance_id: str,
+    alias: str,
+    grader: Grader,
+    concurrency: int,
+    progress: Progress | None = None,
+) -> list[ItemResult]:
+    """Every prompt of the set, called and graded, in set order."""
+    prompts = prompt_set.prompts
+    results: list[ItemResult | None] = [None] * len(prompts)
+    queue: Iterator[int] = iter(range(len(prompts)))
+
+    async def worker() -> None:
+        for index in queue:
+            prompt = prompts[index]
+            request = build_request(prompt_set, prompt, alias)
+            result = await run_one(
+                prompt_set, prompt=prompt, request=request, caller=caller, instance_id=instance_id, grader=grader
+            )
+            results[index] = result
+            if progress is not None:
+                progress(result)
+
+    workers = max(1, min(concurrency, len(prompts)))
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+    except BaseExceptionGroup as group_error:
+        raise _first(group_error) from None
+    return [r for r in results if r is not None]
+
+
+def _first(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The exception to surface from a task group: a refusal first, else the first one."""
+    leaves: list[BaseException] = []
+
+    def collect(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                collect(inner)
+        else:
+            leaves.append(exc)
+
+    collect(group)
+    return next((e for e in leaves if isinstance(e, ProviderRefused)), leaves[0])
+
+
+async def run_one(
+    prompt_set: PromptSet,
+    *,
+    prompt: Prompt,
+    request: CompletionRequest,
+    caller: Caller,
+    instance_id: str,
+    grader: Grader,
+) -> ItemResult:
+    base = ItemResult(id=prompt.id, passed=False, score=0.0, reason="", prompt=prompt.prompt, system=request.system)
+    try:
+        completion = await caller.complete(instance_id, request)
+    except ProviderRefused:
+        raise
+    except ProviderError as exc:
+        return replace(base, reason=f"error: {exc}", error=str(exc))
+    grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving)
+    return replace(
+        base,
+        passed=grade.passed,
+        score=grade.score,
+        reason=grade.reason,
+        latency_ms=completion.latency_ms,
+        assertions=grade.assertions,
+        response=completion.text,
+        serving=completion.serving,
+        adapter=completion.adapter,
+        usage=completion.usage,
+        yardstick=grade.yardstick,
+        grader_usage=grade.usage,
+        cached=completion.cached,
+    )
+
+
+def stored_grader(grader_name: str, items: Sequence[ItemResult]) -> str:
+    """The grader a run is stored under: the shared yardstick, else what DESIGN 4 prescribes."""
+    graded = [i for i in items if not i.errored]
+    yardsticks = {i.yardstick for i in graded}
+    if grader_name != "decision":
+        return grader_name
+    failed = [i for i in graded if i.yardstick is None or i.yardstick.endswith(":failed")]
+    if graded and len(failed) == len(graded):
+        return "decision:failed"
+    if len(yardsticks) == 1 and not failed:
+        only = next(iter(yardsticks))
+        return only if only else "decision"
+    return "decision"
+
+
+def run_cost(items: Sequence[ItemResult], cost: Cost | None) -> float | None:
+    if cost is None:
+        return None
+    return sum(cost.of(i.usage.input_tokens, i.usage.output_tokens) for i in items if not i.cached)
+
+
+async def run_prompt_set(
+    prompt_set: PromptSet,
+    *,
+    pool: ProviderPool,
+    provider: ProviderConfig,
+    grader: Grader,
+    alias: str | None = None,
+    cache: CompletionCache | None = None,
+    read_cache: bool = True,
+    concurrency: int = 8,
+    tolerances: Tolerances | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run one set on one provider instance; nothing is stored here."""
+    sent_alias = alias or default_alias(provider)
+    started = utc_now()
+    caller = Caller(pool, cache, read_cache)
+    items = await run_items(
+        prompt_set,
+        caller=caller,
+        instance_id=provider.id,
+        alias=sent_alias,
+        grader=grader,
+        concurrency=concurrency,
+        progress=progress,
+    )
+    return RunResult.create(
+        tuple(items),
+        run_id=new_run_id(),
+        set_id=prompt_set.id,
+        set_fingerprint=set_fingerprint(prompt_set),
+        provider=provider.id,
+        model=sent_alias,
+        grader=stored_grader(grader.name, items),
+        started_at=started,
+        finished_at=utc_now(),
+        tolerances=tolerances or prompt_set.tolerances,
+        set_name=prompt_set.name,
+        set_path=str(prompt_set.path) if prompt_set.path else None,
+        adapter=provider.adapter,
+        cost=run_cost(items, provider.cost),
+    )

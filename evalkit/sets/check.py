@@ -1,0 +1,83 @@
+"""``evalkit validate``: every issue in every set and config file, not only the first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalkit.config import CONFIG_NAME, find_config
+from evalkit.errors import Issue, SetError
+from evalkit.sets.configfile import build_config, config_issues
+from evalkit.sets.discovery import check_document, yaml_files
+from evalkit.sets.yamldoc import load_document
+
+
+@dataclass(slots=True)
+class ValidationReport:
+    files: int = 0
+    sets: int = 0
+    issues: list[Issue] = field(default_factory=list)
+
+
+def validate_paths(paths: Sequence[Path], config: str | None = None) -> ValidationReport:
+    """Check files and folders (default: the config file and its set folders)."""
+    report = ValidationReport()
+    targets, configs = list(paths), {p for p in paths if p.name == CONFIG_NAME}
+    if not targets:
+        config_path = find_config(config)
+        set_dirs = [Path("sets")]
+        if config_path is not None:
+            targets.append(config_path)
+            configs.add(config_path)
+            set_dirs = _configured_set_dirs(config_path) or [config_path.parent / "sets"]
+        targets += [d for d in set_dirs if d.is_dir()]
+        if not targets:
+            report.issues.append(Issue(".", 0, 0, "", "nothing to validate: no evalkit.yaml and no sets/ folder here"))
+    files: list[Path] = []
+    for target in targets:
+        if target.is_dir():
+            files.extend(yaml_files(target))
+            if (target / CONFIG_NAME).is_file():
+                files.append(target / CONFIG_NAME)
+                configs.add(target / CONFIG_NAME)
+        elif target.is_file():
+            files.append(target)
+        else:
+            report.issues.append(Issue(str(target), 0, 0, "", "no such file or folder"))
+    seen_ids: dict[str, Path] = {}
+    for file in dict.fromkeys(files):
+        report.files += 1
+        try:
+            doc = load_document(file)
+        except SetError as exc:
+            report.issues.extend(exc.issues)
+            continue
+        if file in configs:
+            report.issues.extend(config_issues(doc))
+            continue
+        issues, _ = check_document(doc)
+        report.issues.extend(issues)
+        set_id = doc.data.get("id") if isinstance(doc.data, dict) else None
+        if not isinstance(set_id, str):
+            continue
+        if set_id in seen_ids:
+            line, col = doc.position(("id",))
+            report.issues.append(
+                Issue(str(file), line, col, "id", f"duplicate set id '{set_id}': also in {seen_ids[set_id]}")
+            )
+        else:
+            seen_ids[set_id] = file
+            report.sets += 0 if issues else 1
+    return report
+
+
+def _configured_set_dirs(config_path: Path) -> list[Path]:
+    """The config's set folders when it loads cleanly (its own issues are reported separately)."""
+    try:
+        doc = load_document(config_path)
+    except SetError:
+        return []
+    if config_issues(doc):
+        return []
+    return list(build_config(doc, config_path).set_dirs)

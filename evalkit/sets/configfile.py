@@ -1,0 +1,134 @@
+"""Load evalkit.yaml into a Config, validated like set files (schema, then cross-references)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evalkit.config import Config, Cost, ProviderConfig, RetrieverConfig, find_config
+from evalkit.errors import Issue, SetError
+from evalkit.sets.validation import schema_issues
+from evalkit.sets.yamldoc import Document, load_document
+
+
+def load_config(explicit: str | Path | None = None) -> Config:
+    """The project config (found per ``evalkit.config.find_config``), or an empty one."""
+    path = find_config(explicit)
+    if path is None:
+        return Config()
+    doc = load_document(path)
+    issues = config_issues(doc)
+    if issues:
+        raise SetError(issues)
+    return build_config(doc, path)
+
+
+def config_issues(doc: Document) -> list[Issue]:
+    if doc.data is None:
+        return []  # an empty evalkit.yaml is a valid, empty config
+    issues = schema_issues("config", doc)
+    data = doc.data if isinstance(doc.data, dict) else {}
+    ids = _unique_ids(doc, "providers", data.get("providers"), issues)
+    for index, provider in enumerate(data.get("providers") or []):
+        if not isinstance(provider, dict):
+            continue
+        fallback = provider.get("fallback")
+        if isinstance(fallback, str) and fallback not in ids:
+            issues.append(doc.issue(("providers", index, "fallback"), f"unknown provider instance '{fallback}'"))
+        elif fallback is not None and fallback == provider.get("id"):
+            issues.append(doc.issue(("providers", index, "fallback"), "an instance cannot fall back to itself"))
+    for path, value in (
+        (("default_provider",), data.get("default_provider")),
+        (
+            ("decision", "provider"),
+            (data.get("decision") or {}).get("provider") if isinstance(data.get("decision"), dict) else None,
+        ),
+    ):
+        if isinstance(value, str) and value not in ids:
+            known = ", ".join(sorted(ids)) or "none configured"
+            issues.append(doc.issue(path, f"unknown provider instance '{value}' (known: {known})"))
+    _unique_ids(doc, "retrievers", data.get("retrievers"), issues)
+    for index, retriever in enumerate(data.get("retrievers") or []):
+        if (
+            isinstance(retriever, dict)
+            and retriever.get("id") == "lexical"
+            and retriever.get("kind") not in (None, "lexical")
+        ):
+            issues.append(
+                doc.issue(
+                    ("retrievers", index, "id"), "the id 'lexical' is the built-in BM25 retriever; choose another id"
+                )
+            )
+    return sorted(issues, key=lambda i: (i.line, i.col))
+
+
+def _unique_ids(doc: Document, section: str, items: Any, issues: list[Issue]) -> set[str]:
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        item_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(item_id, str):
+            continue
+        if item_id in seen:
+            line = doc.position((section, seen[item_id]))[0]
+            issues.append(doc.issue((section, index, "id"), f"duplicate id '{item_id}' (first at line {line})"))
+        else:
+            seen[item_id] = index
+    return set(seen)
+
+
+def build_config(doc: Document, path: Path) -> Config:
+    data: dict[str, Any] = doc.data or {}
+    root = path.parent
+    return Config(
+        path=path,
+        db=Path(data["db"]) if "db" in data else None,
+        sets=tuple(root / s for s in data.get("sets", [])),
+        privacy=data.get("privacy", "metadata"),
+        retention_days=data.get("retention_days", 90),
+        default_provider=data.get("default_provider"),
+        decision_provider=(data.get("decision") or {}).get("provider"),
+        cache=data.get("cache", True),
+        providers=tuple(_provider(p, root) for p in data.get("providers", [])),
+        retrievers=tuple(_retriever(r, root) for r in data.get("retrievers", [])),
+    )
+
+
+def _provider(raw: dict[str, Any], root: Path) -> ProviderConfig:
+    cost = raw.get("cost")
+    defaults = ProviderConfig(id=raw["id"], adapter=raw["adapter"])
+    return ProviderConfig(
+        id=raw["id"],
+        adapter=raw["adapter"],
+        model=raw.get("model"),
+        base_url=raw.get("base_url"),
+        api_key_env=raw.get("api_key_env"),
+        priority=raw.get("priority", 0),
+        cost=Cost(cost.get("input_per_mtok", 0.0), cost.get("output_per_mtok", 0.0)) if cost else None,
+        max_concurrency=raw.get("max_concurrency", defaults.max_concurrency),
+        timeout_s=float(raw.get("timeout_s", defaults.timeout_s)),
+        max_retries=raw.get("max_retries", defaults.max_retries),
+        retry_backoff_s=float(raw.get("retry_backoff_s", defaults.retry_backoff_s)),
+        fallback=raw.get("fallback"),
+        path=root / raw["path"] if "path" in raw else None,
+        model_path=root / raw["model_path"] if "model_path" in raw else None,
+        threads=raw.get("threads"),
+        n_ctx=raw.get("n_ctx", defaults.n_ctx),
+        temperature=float(raw.get("temperature", defaults.temperature)),
+        seed=raw.get("seed", defaults.seed),
+        headers=dict(raw.get("headers", {})),
+    )
+
+
+def _retriever(raw: dict[str, Any], root: Path) -> RetrieverConfig:
+    options: dict[str, Any] = {k: raw[k] for k in ("language", "stemming", "k1", "b") if k in raw}
+    return RetrieverConfig(
+        id=raw["id"],
+        kind=raw["kind"],
+        url=raw.get("url"),
+        command=raw.get("command"),
+        provenance=dict(raw.get("provenance", {})),
+        timeout_s=float(raw.get("timeout_s", 30.0)),
+        max_retries=raw.get("max_retries", 4),
+        options=options,
+        cwd=root,
+    )

@@ -1,0 +1,139 @@
+"""Find and load set files: by path, by folder, or by set id in the configured set folders.
+
+Every file is parsed, schema-validated and semantically checked before a set record exists;
+set ids must be unique across every file loaded together (a duplicate names both files).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from evalkit.config import CONFIG_NAME
+from evalkit.errors import Issue, SetError, UnknownNameError
+from evalkit.records import AnySet
+from evalkit.sets.prompts import build_prompt_set, prompt_set_issues
+from evalkit.sets.questions import build_question_set, question_set_issues
+from evalkit.sets.validation import schema_issues
+from evalkit.sets.yamldoc import Document, load_document
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def set_kind(doc: Document) -> str | None:
+    """'prompts' or 'questions' by the top-level key, else None."""
+    if not isinstance(doc.data, dict):
+        return None
+    if "prompts" in doc.data:
+        return "prompts"
+    if "questions" in doc.data:
+        return "questions"
+    return None
+
+
+def check_document(doc: Document) -> tuple[list[Issue], object]:
+    """Every issue of a set document, and what the builder needs (compiled assertions)."""
+    kind = set_kind(doc)
+    if kind is None:
+        return [Issue(doc.file, 1, 1, "", "not a set file: expected a top-level prompts: or questions: key")], None
+    issues = schema_issues(kind, doc)
+    if kind == "prompts":
+        semantic, compiled = prompt_set_issues(doc)
+        return _ordered(issues + semantic), compiled
+    return _ordered(issues + question_set_issues(doc)), None
+
+
+def _ordered(issues: list[Issue]) -> list[Issue]:
+    unique = list(dict.fromkeys(issues))
+    return sorted(unique, key=lambda i: (i.line, i.col))
+
+
+def load_set(path: str | Path) -> AnySet:
+    """Load one set file (a prompt set or a question set); SetError lists every issue."""
+    file = Path(path)
+    doc = load_document(file)
+    issues, extra = check_document(doc)
+    if issues:
+        raise SetError(issues)
+    if set_kind(doc) == "prompts":
+        return build_prompt_set(doc, file, extra)  # type: ignore[arg-type]
+    return build_question_set(doc, file)
+
+
+def yaml_files(folder: Path) -> list[Path]:
+    """Set-file candidates under ``folder``, recursively, sorted; hidden folders and configs skipped."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(YAML_SUFFIXES) and name != CONFIG_NAME:
+                found.append(Path(root) / name)
+    return found
+
+
+def check_unique_ids(sets: Iterable[AnySet]) -> None:
+    """Set ids are unique across every file loaded together."""
+    seen: dict[str, AnySet] = {}
+    for loaded in sets:
+        first = seen.get(loaded.id)
+        if first is not None and first.path != loaded.path:
+            raise SetError(
+                [Issue(str(loaded.path), 0, 0, "id", f"duplicate set id '{loaded.id}': also in {first.path}")]
+            )
+        seen.setdefault(loaded.id, loaded)
+
+
+def _ids_in(folders: Sequence[Path]) -> dict[str, list[Path]]:
+    """Set ids found in ``folders`` (parse only), with the files declaring each."""
+    ids: dict[str, list[Path]] = {}
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for file in yaml_files(folder):
+            try:
+                doc = load_document(file)
+            except SetError:
+                continue
+            if set_kind(doc) and isinstance(doc.data.get("id"), str):
+                ids.setdefault(doc.data["id"], []).append(file)
+    return ids
+
+
+def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySet]:
+    """Load the sets named by files, folders or set ids; ids are looked up in ``set_dirs``."""
+    loaded: list[AnySet] = []
+    issues: list[Issue] = []
+    for target in targets:
+        path = Path(target)
+        if path.is_dir():
+            files = yaml_files(path)
+            if not files:
+                raise UnknownNameError(f"{target}: no set files (*.yaml) in this folder")
+        elif path.is_file():
+            files = [path]
+        else:
+            files = [_file_for_id(target, set_dirs)]
+        for file in files:
+            try:
+                loaded.append(load_set(file))
+            except SetError as exc:
+                issues.extend(exc.issues)
+    if issues:
+        raise SetError(issues)
+    check_unique_ids(loaded)
+    return loaded
+
+
+def _file_for_id(set_id: str, set_dirs: Sequence[Path]) -> Path:
+    ids = _ids_in(set_dirs)
+    files = ids.get(set_id)
+    if not files:
+        where = ", ".join(str(d) for d in set_dirs)
+        available = ", ".join(sorted(ids)) or "none"
+        raise UnknownNameError(
+            f"'{set_id}' is neither a file, a folder nor a set id in {where} (available ids: {available})"
+        )
+    if len(files) > 1:
+        raise SetError([Issue(str(files[1]), 0, 0, "id", f"duplicate set id '{set_id}': also in {files[0]}")])
+    return files[0]

@@ -1,0 +1,115 @@
+"""Build a PromptSet from a validated document, with the checks a schema cannot express.
+
+The checks run on whatever part of the document is well-formed, so ``evalkit validate`` lists
+schema and semantic issues together: duplicate prompt ids, invalid regexes, invalid JSON
+Schemas, prompts with nothing to grade against, and tolerances that are not finite numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import Issue
+from evalkit.records import Assertion, Prompt, PromptSet, Tolerances, parse_tolerance
+from evalkit.sets.assertions import AssertionValueError, compile_json_schema, compile_regex
+from evalkit.sets.yamldoc import Document
+
+
+def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int], Any]]:
+    """Semantic issues, and the compiled assertion values keyed by (prompt, assertion) index."""
+    issues: list[Issue] = []
+    compiled: dict[tuple[int, int], Any] = {}
+    data = doc.data if isinstance(doc.data, dict) else {}
+    issues.extend(tolerance_issues(doc, data, ("max_pass_rate_drop", "max_mean_score_drop")))
+    prompts = data.get("prompts")
+    if not isinstance(prompts, list):
+        return issues, compiled
+    seen: dict[str, int] = {}
+    for index, prompt in enumerate(prompts):
+        if not isinstance(prompt, dict):
+            continue
+        pid = prompt.get("id")
+        if isinstance(pid, str):
+            if pid in seen:
+                line = doc.position(("prompts", seen[pid]))[0]
+                issues.append(
+                    doc.issue(("prompts", index, "id"), f"duplicate prompt id '{pid}' (first at line {line})")
+                )
+            else:
+                seen[pid] = index
+        assertions = prompt.get("assertions")
+        assertions = assertions if isinstance(assertions, list) else []
+        reference = prompt.get("reference")
+        if not assertions and not (isinstance(reference, str) and reference.strip()):
+            issues.append(
+                doc.issue(
+                    ("prompts", index),
+                    f"prompt '{pid}' has neither an assertion nor a reference; add assertions: or reference:",
+                )
+            )
+        for a_index, assertion in enumerate(assertions):
+            if not isinstance(assertion, dict) or len(assertion) != 1:
+                continue
+            kind, value = next(iter(assertion.items()))
+            try:
+                if kind == "regex" and isinstance(value, str) and value:
+                    compiled[(index, a_index)] = compile_regex(value)
+                elif kind == "json_schema" and isinstance(value, dict | bool | str):
+                    compiled[(index, a_index)] = compile_json_schema(value)
+            except AssertionValueError as exc:
+                issues.append(doc.issue(("prompts", index, "assertions", a_index, kind), str(exc)))
+    return issues, compiled
+
+
+def tolerance_issues(doc: Document, data: dict[str, Any], names: tuple[str, ...]) -> list[Issue]:
+    """Tolerances the schema let through that are still not finite numbers in 0..1 (.nan)."""
+    tolerances = data.get("tolerances")
+    if not isinstance(tolerances, dict):
+        return []
+    issues = []
+    for name in names:
+        value = tolerances.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            try:
+                parse_tolerance(value)
+            except ValueError as exc:
+                issues.append(doc.issue(("tolerances", name), f"{exc}, got {value!r}"))
+    return issues
+
+
+def build_prompt_set(doc: Document, path: Path, compiled: dict[tuple[int, int], Any]) -> PromptSet:
+    """The record for a document that passed every check."""
+    data = doc.data
+    prompts = []
+    for index, raw in enumerate(data["prompts"]):
+        assertions = tuple(
+            Assertion(kind, value, compiled.get((index, a_index)))
+            for a_index, item in enumerate(raw.get("assertions", []))
+            for kind, value in item.items()
+        )
+        prompts.append(
+            Prompt(
+                id=raw["id"],
+                prompt=raw["prompt"],
+                assertions=assertions,
+                system=raw.get("system"),
+                params=dict(raw.get("params", {})),
+                reference=raw.get("reference"),
+            )
+        )
+    tol = data.get("tolerances", {})
+    defaults = Tolerances()
+    return PromptSet(
+        id=data["id"],
+        name=data["name"],
+        prompts=tuple(prompts),
+        path=path,
+        description=data.get("description"),
+        system=data.get("system"),
+        params=dict(data.get("params", {})),
+        tolerances=Tolerances(
+            max_pass_rate_drop=parse_tolerance(tol.get("max_pass_rate_drop", defaults.max_pass_rate_drop)),
+            max_mean_score_drop=parse_tolerance(tol.get("max_mean_score_drop", defaults.max_mean_score_drop)),
+        ),
+    )

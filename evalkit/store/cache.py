@@ -1,0 +1,132 @@
+"""The completion cache in the database, seen by the runner as a ``CompletionCache``.
+
+A run touches the database only briefly: the entries it may need are read in one query before
+it starts (``preload``), and fresh completions are buffered and written in bulk every few
+seconds and when the run ends or is interrupted (``flush``). A hit replays the original text,
+usage and serving record, marked ``cached``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import StoreError
+from evalkit.records import Completion, ServingRecord, Usage
+from evalkit.store.store import Store
+
+CACHE_COLUMNS = (
+    "key", "provider", "model", "response", "serving", "input_tokens", "output_tokens", "latency_ms",
+    "adapter", "raw", "created_at",
+)  # fmt: skip
+FLUSH_EVERY_S = 5.0
+FLUSH_EVERY_N = 2000
+
+
+def read_entries(store: Store, keys: Iterable[str]) -> dict[str, Completion]:
+    wanted = list(dict.fromkeys(keys))
+    if not wanted:
+        return {}
+    rows = store.con.execute(
+        "select key, response, serving, input_tokens, output_tokens, latency_ms, adapter, raw "
+        "from cache where key in (select unnest($1))",
+        [wanted],
+    ).fetchall()
+    found = {}
+    for key, response, serving, tokens_in, tokens_out, latency, adapter, raw in rows:
+        record = json.loads(serving)
+        found[key] = Completion(
+            text=response,
+            serving=ServingRecord(
+                record["provider"], record["model"], record.get("reported_model"), record.get("version", 1)
+            ),
+            usage=Usage(tokens_in or 0, tokens_out or 0),
+            latency_ms=latency or 0.0,
+            adapter=adapter or "",
+            cached=True,
+            raw=json.loads(raw) if raw else None,
+        )
+    return found
+
+
+def write_entries(store: Store, entries: dict[str, Completion]) -> None:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    rows = [
+        (
+            key,
+            c.serving.provider,
+            c.serving.model,
+            c.text,
+            json.dumps(c.serving.as_dict()),
+            c.usage.input_tokens,
+            c.usage.output_tokens,
+            c.latency_ms,
+            c.adapter,
+            json.dumps(dict(c.raw)) if c.raw else None,
+            now,
+        )
+        for key, c in entries.items()
+    ]
+    with store.transaction():
+        store.con.execute("delete from cache where key in (select unnest($1))", [list(entries)])
+        store.insert_columns("cache", CACHE_COLUMNS, rows)
+
+
+def prune_cache(store: Store, older_than_days: int) -> int:
+    cutoff = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=older_than_days)
+    row = store.con.execute("select count(*) from cache where created_at < $1", [cutoff]).fetchone()
+    store.con.execute("delete from cache where created_at < $1", [cutoff])
+    return int(row[0]) if row else 0
+
+
+class StoreCache:
+    """Preloaded reads, buffered writes; ``flush`` is safe to call at any time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[str, Completion] = {}
+        self._pending: dict[str, Completion] = {}
+        self._last_flush = time.monotonic()
+
+    def preload(self, keys: Iterable[str]) -> int:
+        """Read every entry among ``keys`` in one short transaction; returns how many exist."""
+        keys = list(keys)
+        if not keys or not self.path.is_file():
+            return 0
+        with Store.open(self.path) as store:
+            self._entries.update(read_entries(store, keys))
+        return len(self._entries)
+
+    def get(self, key: str) -> Completion | None:
+        return self._entries.get(key)
+
+    def put(self, key: str, completion: Completion) -> None:
+        self._pending[key] = completion
+        self._entries[key] = Completion(
+            completion.text, completion.serving, completion.usage, completion.latency_ms,
+            completion.adapter, True, completion.raw,
+        )  # fmt: skip
+        due = time.monotonic() - self._last_flush >= FLUSH_EVERY_S or len(self._pending) >= FLUSH_EVERY_N
+        if due:
+            self.flush(wait_s=0.0)
+
+    def flush(self, wait_s: float | None = None) -> None:
+        """Write buffered entries; with ``wait_s=0`` a busy database just defers the write."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        try:
+            with Store.open(self.path, wait_s=wait_s) as store:
+                write_entries(store, pending)
+        except StoreError:
+            self._pending = {**pending, **self._pending}
+            if wait_s != 0.0:
+                raise
+        self._last_flush = time.monotonic()
+
+    def stats(self) -> dict[str, Any]:
+        return {"entries": len(self._entries), "pending": len(self._pending)}

@@ -1,0 +1,109 @@
+"""Read queries: baselines, history and the per-set report. Aggregation happens in SQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from evalkit.store.store import Store
+
+HISTORY_COLUMNS = (
+    "run_id", "set_id", "kind", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
+    "item_count", "error_count", "started_at", "comparison_state",
+)  # fmt: skip
+
+
+def find_baseline(
+    store: Store, *, set_id: str, provider: str, model: str, reported_model: str, grader: str
+) -> dict[str, Any] | None:
+    """The newest stored run of this scope with a verified generator and no errored items."""
+    cursor = store.con.execute(
+        """
+        select run_id, pass_rate, mean_score, passed_count, item_count
+        from runs
+        where kind = 'prompts' and set_id = $1 and provider = $2 and model = $3 and reported_model = $4
+          and grader = $5 and generator_provenance is not null and error_count = 0
+        order by started_at desc, run_id desc
+        limit 1
+        """,
+        [set_id, provider, model, reported_model, grader],
+    )
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return dict(zip(("run_id", "pass_rate", "mean_score", "passed_count", "item_count"), row, strict=True))
+
+
+def history(
+    store: Store,
+    *,
+    set_id: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    grader: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Stored runs, newest first, filtered by set, provider instance, model alias or grader."""
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in (("set_id", set_id), ("provider", provider), ("model", model), ("grader", grader)):
+        if value is not None:
+            params.append(value)
+            where.append(f"{column} = ${len(params)}")
+    sql = f"select {', '.join(HISTORY_COLUMNS)} from runs"
+    if where:
+        sql += " where " + " and ".join(where)
+    sql += " order by started_at desc, run_id desc"
+    if limit is not None:
+        params.append(limit)
+        sql += f" limit ${len(params)}"
+    rows = store.con.execute(sql, params).fetchall()
+    keys = ["set" if c == "set_id" else c for c in HISTORY_COLUMNS]
+    return [_with_time(dict(zip(keys, r, strict=True))) for r in rows]
+
+
+def _with_time(row: dict[str, Any]) -> dict[str, Any]:
+    started = row.get("started_at")
+    if isinstance(started, datetime):
+        row["started_at"] = started.replace(tzinfo=UTC).isoformat(timespec="seconds")
+    return row
+
+
+def set_summaries(store: Store, trend_length: int = 12) -> list[dict[str, Any]]:
+    """Per set: the latest run, its verdict, its baseline and the recent pass-rate trend."""
+    rows = store.con.execute(
+        """
+        with ranked as (
+            select *, row_number() over (partition by set_id order by started_at desc, run_id desc) as recency
+            from runs
+        ),
+        trends as (
+            select set_id, list(pass_rate order by started_at, run_id) as trend, count(*) as run_count
+            from ranked where recency <= $1 group by set_id
+        ),
+        totals as (select set_id, count(*) as total_runs from runs group by set_id)
+        select r.set_id, r.kind, r.run_id, r.grader, r.provider, r.model, r.reported_model, r.pass_rate,
+               r.mean_score, r.item_count, r.error_count, r.started_at, r.comparison_state, r.regressed,
+               r.baseline_run_id, t.trend, o.total_runs
+        from ranked r join trends t using (set_id) join totals o using (set_id)
+        where r.recency = 1
+        order by r.set_id
+        """,
+        [trend_length],
+    ).fetchall()
+    names = (
+        "set_id", "kind", "run_id", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
+        "item_count", "error_count", "started_at", "comparison_state", "regressed", "baseline_run_id", "trend",
+        "total_runs",
+    )  # fmt: skip
+    return [_with_time(dict(zip(names, r, strict=True))) for r in rows]
+
+
+def prune_runs(store: Store, older_than_days: int) -> int:
+    """Delete whole runs (run row and item rows) started more than ``older_than_days`` ago."""
+    cutoff = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=older_than_days)
+    with store.transaction() as con:
+        row = con.execute("select count(*) from runs where started_at < $1", [cutoff]).fetchone()
+        con.execute("delete from results where run_id in (select run_id from runs where started_at < $1)", [cutoff])
+        con.execute("delete from runs where started_at < $1", [cutoff])
+    return int(row[0]) if row else 0

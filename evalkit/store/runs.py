@@ -1,0 +1,249 @@
+"""Write a run (one transaction, in bulk) and read it back, honouring the privacy level."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from evalkit.errors import UnknownNameError
+from evalkit.records import (
+    Aggregates,
+    AssertionResult,
+    Comparison,
+    ItemResult,
+    RunResult,
+    ServingRecord,
+    Tolerances,
+    Usage,
+)
+from evalkit.store.privacy import keeps_items, text_for
+from evalkit.store.store import Store
+
+RUN_COLUMNS = (
+    "run_id", "kind", "set_id", "set_name", "set_fingerprint", "set_path", "grader", "provider", "model",
+    "reported_model", "generator_provenance", "adapter", "started_at", "finished_at", "item_count",
+    "passed_count", "error_count", "pass_rate", "mean_score", "status", "comparison_state", "regressed",
+    "baseline_run_id", "comparison", "tolerances", "metrics", "provenance", "input_tokens", "output_tokens",
+    "cost", "privacy", "evalkit_version",
+)  # fmt: skip
+RESULT_COLUMNS = (
+    "run_id", "item_index", "item_id", "passed", "score", "reason", "error", "latency_ms", "assertions",
+    "prompt", "system_prompt", "response", "serving", "adapter", "input_tokens", "output_tokens", "cached",
+    "yardstick", "details",
+)  # fmt: skip
+
+
+def to_timestamp(iso: str) -> datetime:
+    """An ISO 8601 time as a naive UTC datetime (the store keeps UTC)."""
+    moment = datetime.fromisoformat(iso)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment
+
+
+def from_timestamp(moment: datetime | None) -> str:
+    return moment.replace(tzinfo=UTC).isoformat(timespec="milliseconds") if moment else ""
+
+
+def metadata_reason(item: ItemResult) -> str:
+    """A reason with no prompt or response text in it (for the metadata level)."""
+    if item.error is not None:
+        return "error: the call failed"
+    if item.assertions:
+        failed = [a.type for a in item.assertions if not a.passed]
+        total = len(item.assertions)
+        if not failed:
+            return f"{total}/{total} assertions hold"
+        return f"{total - len(failed)}/{total} assertions hold; failed: {', '.join(failed)}"
+    if item.yardstick and item.yardstick.startswith("decision"):
+        return f"decision score {item.score:.2f}"
+    return "passed" if item.passed else "failed"
+
+
+def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple[Any, ...]:
+    reason: str | None
+    if level in ("redacted", "full"):
+        reason, error = text_for(level, item.reason), text_for(level, item.error)
+    else:
+        reason, error = metadata_reason(item), ("the call failed" if item.error is not None else None)
+    assertions: list[dict[str, Any]] = []
+    for a in item.assertions:
+        entry: dict[str, Any] = {"type": a.type, "passed": a.passed}
+        if a.reason and level in ("redacted", "full"):
+            entry["reason"] = text_for(level, a.reason)
+        assertions.append(entry)
+    return (
+        run.run_id,
+        index,
+        item.id,
+        item.passed,
+        item.score,
+        reason,
+        error,
+        item.latency_ms,
+        json.dumps(assertions),
+        text_for(level, item.prompt),
+        text_for(level, item.system),
+        text_for(level, item.response),
+        json.dumps(item.serving.as_dict()) if level == "full" and item.serving else None,
+        item.adapter if level == "full" else None,
+        item.usage.input_tokens,
+        item.usage.output_tokens,
+        item.cached,
+        item.yardstick,
+        None,
+    )
+
+
+def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) -> tuple[Any, ...]:
+    gen = run.generator
+    comparison = run.comparison or Comparison("not_compared", "not compared")
+    return (
+        run.run_id,
+        run.kind,
+        run.set_id,
+        run.set_name,
+        run.set_fingerprint,
+        run.set_path,
+        run.grader,
+        gen.provider if gen else run.provider,
+        gen.model if gen else run.model,
+        gen.reported_model if gen else None,
+        json.dumps(gen.as_dict()) if gen else None,
+        run.adapter,
+        to_timestamp(run.started_at),
+        to_timestamp(run.finished_at),
+        run.prompt_count,
+        run.passed_count,
+        run.error_count,
+        run.pass_rate,
+        run.mean_score,
+        "errored" if run.error_count else "complete",
+        comparison.state,
+        comparison.regressed,
+        comparison.baseline_run_id,
+        json.dumps(comparison.as_dict()),
+        json.dumps(run.tolerances.as_dict()),
+        json.dumps(metrics),
+        None,
+        run.usage.input_tokens,
+        run.usage.output_tokens,
+        run.cost,
+        level,
+        version,
+    )
+
+
+def save_run(store: Store, run: RunResult, level: str, version: str, gate: dict[str, Any] | None = None) -> None:
+    """Write the run row and its item rows in one transaction."""
+    metrics = {
+        "gate": gate,
+        "requested_provider": run.provider,
+        "requested_model": run.model,
+        "grader_input_tokens": run.grader_usage.input_tokens,
+        "grader_output_tokens": run.grader_usage.output_tokens,
+    }
+    run_row = _run_row(run, level, version, metrics)
+    item_rows = [_item_row(run, i, item, level) for i, item in enumerate(run.items)] if keeps_items(level) else []
+    with store.transaction():
+        store.insert_columns("runs", RUN_COLUMNS, [run_row])
+        store.insert_columns("results", RESULT_COLUMNS, item_rows)
+
+
+def resolve_run_id(store: Store, run_id: str) -> str:
+    """A full run id from an id or a unique prefix of one."""
+    rows = store.con.execute(
+        "select run_id from runs where run_id = $1 or starts_with(run_id, $1) order by run_id limit 3", [run_id]
+    ).fetchall()
+    exact = [str(r[0]) for r in rows if r[0] == run_id]
+    if exact:
+        return exact[0]
+    if len(rows) == 1:
+        return str(rows[0][0])
+    if not rows:
+        raise UnknownNameError(f"no stored run '{run_id}'; list runs with evalkit report")
+    raise UnknownNameError(
+        f"'{run_id}' matches several runs ({', '.join(r[0] for r in rows)}, ...); give more of the id"
+    )
+
+
+def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
+    """A stored prompt run (items as stored under its privacy level) and its metrics."""
+    full_id = resolve_run_id(store, run_id)
+    cursor = store.con.execute(f"select {', '.join(RUN_COLUMNS)} from runs where run_id = $1", [full_id])
+    row = dict(zip(RUN_COLUMNS, cursor.fetchone() or (), strict=True))
+    items_cursor = store.con.execute(
+        f"select {', '.join(RESULT_COLUMNS)} from results where run_id = $1 order by item_index", [full_id]
+    )
+    items = tuple(_item_from_row(dict(zip(RESULT_COLUMNS, r, strict=True))) for r in items_cursor.fetchall())
+    metrics = json.loads(row["metrics"]) if row["metrics"] else {}
+    gen = json.loads(row["generator_provenance"]) if row["generator_provenance"] else None
+    comparison = json.loads(row["comparison"]) if row["comparison"] else None
+    tolerances = json.loads(row["tolerances"]) if row["tolerances"] else {}
+    run = RunResult(
+        run_id=row["run_id"],
+        set_id=row["set_id"],
+        set_fingerprint=row["set_fingerprint"] or "",
+        provider=metrics.get("requested_provider", row["provider"]),
+        model=metrics.get("requested_model", row["model"]),
+        grader=row["grader"],
+        items=items,
+        started_at=from_timestamp(row["started_at"]),
+        finished_at=from_timestamp(row["finished_at"]),
+        generator=ServingRecord(gen["provider"], gen["model"], gen["reported_model"], gen.get("version", 1))
+        if gen
+        else None,
+        totals=Aggregates(
+            row["item_count"], row["passed_count"], row["error_count"], row["pass_rate"], row["mean_score"]
+        ),
+        tolerances=Tolerances(**{k: _decimal(v) for k, v in tolerances.items()})
+        if row["kind"] == "prompts"
+        else Tolerances(),
+        comparison=Comparison(
+            state=comparison["state"],
+            reason=comparison["reason"],
+            regressed=comparison["regressed"],
+            baseline_run_id=comparison["baseline_run_id"],
+            pass_rate_delta=comparison["pass_rate_delta"],
+            mean_score_delta=comparison["mean_score_delta"],
+            treatment_changed=comparison.get("treatment_changed"),
+        )
+        if comparison
+        else None,
+        set_name=row["set_name"] or "",
+        set_path=row["set_path"],
+        adapter=row["adapter"] or "",
+        usage=Usage(row["input_tokens"] or 0, row["output_tokens"] or 0),
+        grader_usage=Usage(metrics.get("grader_input_tokens", 0), metrics.get("grader_output_tokens", 0)),
+        cost=row["cost"],
+    )
+    return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
+
+
+def _decimal(value: float) -> Any:
+    from decimal import Decimal
+
+    return Decimal(repr(value))
+
+
+def _item_from_row(row: dict[str, Any]) -> ItemResult:
+    assertions = json.loads(row["assertions"]) if row["assertions"] else []
+    serving = json.loads(row["serving"]) if row["serving"] else None
+    return ItemResult(
+        id=row["item_id"],
+        passed=row["passed"],
+        score=row["score"],
+        reason=row["reason"] or "",
+        latency_ms=row["latency_ms"],
+        error=row["error"],
+        assertions=tuple(AssertionResult(a["type"], a["passed"], a.get("reason", "")) for a in assertions),
+        prompt=row["prompt"] or "",
+        system=row["system_prompt"],
+        response=row["response"],
+        serving=ServingRecord(serving["provider"], serving["model"], serving["reported_model"]) if serving else None,
+        adapter=row["adapter"],
+        usage=Usage(row["input_tokens"] or 0, row["output_tokens"] or 0),
+        yardstick=row["yardstick"],
+        cached=bool(row["cached"]),
+    )

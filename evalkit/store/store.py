@@ -1,0 +1,139 @@
+"""The DuckDB store: one object holding one connection, opened for short transactions.
+
+DuckDB lets one process hold a database file at a time (a second open fails at once with
+"Conflicting lock"), so evalkit never keeps the file open across a run: it opens, does one
+short transaction, and closes. When another process holds the file, ``Store.open`` retries
+with a bounded wait (30 s by default, ``EVALKIT_DB_WAIT_S`` to change) and then gives up with
+a StoreError naming the file. Every schema change is a named migration (see migrations.py);
+a run is written in one transaction, in bulk, so a crash never leaves half a run.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from evalkit.errors import StoreError
+from evalkit.store.migrations import MIGRATIONS, apply_migrations, pending
+
+DEFAULT_WAIT_S = 30.0
+
+
+def lock_wait_s() -> float:
+    try:
+        return float(os.environ.get("EVALKIT_DB_WAIT_S", DEFAULT_WAIT_S))
+    except ValueError:
+        return DEFAULT_WAIT_S
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc)
+    return "Conflicting lock" in text or "Could not set lock" in text
+
+
+class Store:
+    """An open database. Use ``with Store.open(path) as store:``."""
+
+    def __init__(self, con: Any, path: Path, read_only: bool) -> None:
+        self.con = con
+        self.path = path
+        self.read_only = read_only
+
+    @classmethod
+    def open(
+        cls, path: Path, *, read_only: bool = False, wait_s: float | None = None, upto: str | None = None
+    ) -> Store:
+        """Open (creating and migrating when writable), waiting for another process's lock."""
+        import duckdb
+
+        if not read_only:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"{path}: cannot create the database folder ({exc.strerror})") from None
+        deadline = time.monotonic() + (lock_wait_s() if wait_s is None else wait_s)
+        delay = 0.02
+        while True:
+            try:
+                con = duckdb.connect(str(path), read_only=read_only)
+                break
+            except duckdb.Error as exc:
+                if not _is_lock_error(exc):
+                    raise StoreError(f"{path}: cannot open the database ({_first_line(exc)})") from None
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"{path}: the database is held by another evalkit process; gave up after "
+                        f"{lock_wait_s() if wait_s is None else wait_s:g} s (set EVALKIT_DB_WAIT_S to wait longer)"
+                    ) from None
+                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay = min(delay * 2, 0.5)
+        store = cls(con, path, read_only)
+        try:
+            if not read_only:
+                apply_migrations(con, upto)
+            elif pending(con):
+                raise StoreError(
+                    f"{path}: the database schema is older than this evalkit; run any writing command once"
+                )
+        except duckdb.Error as exc:
+            con.close()
+            raise StoreError(f"{path}: cannot migrate the database ({_first_line(exc)})") from None
+        except BaseException:
+            con.close()
+            raise
+        return store
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One transaction: committed when the block ends, rolled back on any exception."""
+        import duckdb
+
+        self.con.execute("begin transaction")
+        try:
+            yield self.con
+        except BaseException:
+            self.con.execute("rollback")
+            raise
+        try:
+            self.con.execute("commit")
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: commit failed ({_first_line(exc)})") from None
+
+    def insert_columns(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Bulk insert: one statement unnesting one list per column (no row-by-row executemany)."""
+        if not rows:
+            return
+        lists = [list(col) for col in zip(*rows, strict=True)]
+        select = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
+        self.con.execute(f"insert into {table} ({', '.join(columns)}) select {select}", lists)
+
+    def schema_version(self) -> list[str]:
+        rows = self.con.execute("select name from evalkit_migrations order by name").fetchall()
+        return [r[0] for r in rows]
+
+
+def latest_migration() -> str:
+    return MIGRATIONS[-1][0]
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def database_exists(path: Path) -> bool:
+    return path.is_file()
