@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from evalkit.errors import StoreError
 from evalkit.records import Completion, ServingRecord, Usage
@@ -72,8 +71,7 @@ def write_entries(store: Store, entries: dict[str, Completion]) -> None:
         for key, c in entries.items()
     ]
     with store.transaction():
-        store.con.execute("delete from cache where key in (select unnest($1))", [list(entries)])
-        store.insert_columns("cache", CACHE_COLUMNS, rows)
+        store.insert_columns("cache", CACHE_COLUMNS, rows, replace=True)
 
 
 def prune_cache(store: Store, older_than_days: int) -> int:
@@ -127,6 +125,3 @@ class StoreCache:
             if wait_s != 0.0:
                 raise
         self._last_flush = time.monotonic()
-
-    def stats(self) -> dict[str, Any]:
-        return {"entries": len(self._entries), "pending": len(self._pending)}

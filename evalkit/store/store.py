@@ -114,13 +114,16 @@ class Store:
         except duckdb.Error as exc:
             raise StoreError(f"{self.path}: commit failed ({_first_line(exc)})") from None
 
-    def insert_columns(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    def insert_columns(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, replace: bool = False
+    ) -> None:
         """Bulk insert: one statement unnesting one list per column (no row-by-row executemany)."""
         if not rows:
             return
         lists = [list(col) for col in zip(*rows, strict=True)]
         select = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
-        self.con.execute(f"insert into {table} ({', '.join(columns)}) select {select}", lists)
+        verb = "insert or replace" if replace else "insert"
+        self.con.execute(f"{verb} into {table} ({', '.join(columns)}) select {select}", lists)
 
     def schema_version(self) -> list[str]:
         rows = self.con.execute("select name from evalkit_migrations order by name").fetchall()

@@ -1,0 +1,176 @@
+"""Real processes on one database file: concurrent writers, kill -9, Ctrl-C, a held lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import write
+from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply
+
+PROMPTS = "\n".join(f"  - {{id: q{i}, prompt: 'question {i}', assertions: [{{contains: ok}}]}}" for i in range(40))
+
+
+def evalkit(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "evalkit", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 120) -> int:
+    proc.communicate(timeout=timeout)
+    return proc.returncode
+
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    """Poll a condition on shared state (not a sleep standing in for synchronisation)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.01)
+
+
+def query(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def project(isolated: Path, fake_llm: FakeServer) -> Path:
+    for name in ("a", "b"):
+        write(isolated / f"sets/{name}.yaml", f"id: proc.{name}\nname: {name}\nprompts:\n{PROMPTS}\n")
+    write(
+        isolated / "evalkit.yaml",
+        f"""
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {fake_llm.url}/v1
+            model: alias-1
+            max_concurrency: 4
+        """,
+    )
+    return isolated
+
+
+def test_two_processes_writing_one_database_both_succeed(project: Path, fake_llm: FakeServer, db_file: Path) -> None:
+    fake_llm.handler = lambda request: Reply(json=openai_reply("ok").json, delay_s=0.005)
+    first = evalkit(project, "run", "sets/a.yaml", "--no-cache")
+    second = evalkit(project, "run", "sets/b.yaml", "--no-cache")
+    for proc in (first, second):
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
+    assert sorted(query(db_file, "select set_id, item_count from runs")) == [("proc.a", 40), ("proc.b", 40)]
+    assert query(db_file, "select count(*) from results") == [(80,)]
+
+
+def test_kill_9_midway_leaves_the_database_readable_with_earlier_runs(project: Path, fake_llm: FakeServer, db_file: Path) -> None:
+    done = evalkit(project, "run", "sets/a.yaml")
+    assert finish(done) == 0
+    before = query(db_file, "select run_id, item_count from runs")
+    for stop_after in (5, 17, 33):
+        fake_llm.requests.clear()
+        fake_llm.handler = lambda request: Reply(json=openai_reply("ok").json, delay_s=0.02)
+        proc = evalkit(project, "run", "sets/b.yaml", "--no-cache")
+        wait_for(lambda n=stop_after: fake_llm.calls >= n)
+        proc.send_signal(signal.SIGKILL)
+        finish(proc, timeout=30)
+        assert query(db_file, "select run_id, item_count from runs") == before
+    assert query(db_file, "select count(*) from results") == [(40,)]
+    again = evalkit(project, "run", "sets/b.yaml")
+    assert finish(again) == 0
+
+
+def test_ctrl_c_keeps_received_answers_in_the_cache_and_stores_no_run(project: Path, fake_llm: FakeServer, db_file: Path) -> None:
+    write(project / "evalkit.yaml", (project / "evalkit.yaml").read_text().replace("max_concurrency: 4", "max_concurrency: 1"))
+
+    def slow_after_ten(request: Recorded) -> Reply:
+        index = int(request.json["messages"][-1]["content"].split()[-1])
+        return Reply(json=openai_reply("ok").json, delay_s=0 if index < 10 else 30)
+
+    fake_llm.handler = slow_after_ten
+    proc = evalkit(project, "run", "sets/a.yaml")
+    wait_for(lambda: fake_llm.calls >= 11)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted" in err
+    assert "Traceback" not in err
+    assert query(db_file, "select count(*) from runs") == [(0,)]
+    assert query(db_file, "select count(*) from cache") == [(10,)]
+    # The re-run calls only what is missing.
+    fake_llm.requests.clear()
+    fake_llm.handler = lambda request: openai_reply("ok")
+    rerun = evalkit(project, "run", "sets/a.yaml", "--format", "json")
+    out, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    assert fake_llm.calls == 30
+    assert json.loads(out)["passed_count"] == 40
+
+
+def test_a_held_database_is_waited_for_then_given_up_with_exit_3(project: Path, fake_llm: FakeServer, db_file: Path) -> None:
+    holder = duckdb.connect(str(db_file))
+    try:
+        proc = evalkit(project, "run", "sets/a.yaml", env={"EVALKIT_DB_WAIT_S": "1"})
+        out, err = proc.communicate(timeout=60)
+    finally:
+        holder.close()
+    assert proc.returncode == 3
+    assert err.strip().splitlines()[-1] == (
+        f"Error: {db_file}: the database is held by another evalkit process; gave up after 1 s "
+        "(set EVALKIT_DB_WAIT_S to wait longer)"
+    )
+    assert fake_llm.calls == 0
+
+
+HOLDER = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])
+print("locked", flush=True)
+sys.stdin.readline()
+con.close()
+print("released", flush=True)
+"""
+
+
+def test_open_waits_for_another_process_then_succeeds(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalkit.store import store as store_module
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout.readline().strip() == "locked"
+    waits: list[float] = []
+
+    def release_on_first_wait(seconds: float) -> None:
+        # The first open failed on the lock (that is why we wait): now let the holder go.
+        if not waits:
+            holder.stdin.write("go\n")
+            holder.stdin.flush()
+            assert holder.stdout.readline().strip() == "released"
+        waits.append(seconds)
+
+    monkeypatch.setattr(store_module.time, "sleep", release_on_first_wait)
+    with store_module.Store.open(db_file, wait_s=30) as store:
+        assert store.schema_version()
+    holder.communicate(timeout=30)
+    assert len(waits) == 1
