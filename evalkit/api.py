@@ -49,9 +49,11 @@ class RunPlan:
     provider: ProviderConfig
     alias: str
     grader: str
-    judge: str | None
+    judge: ProviderConfig | None
+    judge_alias: str | None
     db: Path | None
-    use_cache: bool
+    use_cache: bool  # keep completions in the cache (config ``cache:``)
+    read_cache: bool  # replay cached completions (off with --no-cache)
     concurrency: int
     tolerance_overrides: dict[str, Any]
     fail_on_regression: bool = False
@@ -76,6 +78,7 @@ def plan_run(
     for instance in _fallback_chain(config, chosen):
         check_provider(instance)  # a missing key, answers file or model file fails here
     alias = model or default_alias(chosen)
+    judge_config = _judge(config, grader, judge)
     limit = concurrency or max(1, chosen.max_concurrency)
     if limit < 1:
         raise InputError("--concurrency must be at least 1")
@@ -85,13 +88,29 @@ def plan_run(
         provider=chosen,
         alias=alias,
         grader=grader,
-        judge=judge or config.decision_provider,
+        judge=judge_config,
+        judge_alias=default_alias(judge_config) if judge_config else None,
         db=db_path(config, db) if store else None,
-        use_cache=use_cache and config.cache,
+        use_cache=config.cache,
+        read_cache=use_cache,
         concurrency=limit,
         tolerance_overrides=dict(tolerance_overrides or {}),
         fail_on_regression=fail_on_regression,
     )
+
+
+def _judge(config: Config, grader: str, judge: str | None) -> ProviderConfig | None:
+    """The decision grader's judge instance, checked (configured, key present)."""
+    if grader != "decision":
+        return None
+    judge_id = judge or config.decision_provider
+    if not judge_id:
+        raise InputError(
+            "the decision grader needs a judge: set decision: {provider: ID} in evalkit.yaml or pass --judge ID"
+        )
+    judge_config = config.provider(judge_id)
+    check_provider(judge_config)
+    return judge_config
 
 
 def _fallback_chain(config: Config, first: ProviderConfig) -> list[ProviderConfig]:
@@ -110,10 +129,13 @@ def _lookup(config: Config, plan_provider: ProviderConfig) -> Callable[[str], Pr
     return lookup
 
 
-def _make_grader(name: str) -> Grader:
-    from evalkit.graders import make_grader
+def _make_grader(plan: RunPlan, pool: ProviderPool, cache: Any) -> Grader:
+    from evalkit.graders import DecisionGrader, DeterministicGrader
+    from evalkit.runner import CachedProvider
 
-    return make_grader(name)
+    if plan.judge is None or plan.judge_alias is None:
+        return DeterministicGrader()
+    return DecisionGrader(CachedProvider(pool.get(plan.judge.id), cache, plan.read_cache), plan.judge_alias)
 
 
 def execute_plan(
@@ -126,11 +148,15 @@ def execute_plan(
     if plan.db is not None:
         _prepare_database(plan, cache)
     pool = ProviderPool(_lookup(plan.config, plan.provider))
-    grader = _make_grader(plan.grader)
+    grader = _make_grader(plan, pool, cache)
 
     async def run_all() -> list[RunResult]:
         results = []
         try:
+            if plan.judge is not None and plan.judge_alias is not None and plan.judge.adapter != "replay":
+                from evalkit.graders import probe
+
+                await probe(pool.get(plan.judge.id), plan.judge_alias)
             for prompt_set in plan.sets:
                 if on_start is not None:
                     on_start(prompt_set)
@@ -141,10 +167,11 @@ def execute_plan(
                     grader=grader,
                     alias=plan.alias,
                     cache=cache,
-                    read_cache=True,
+                    read_cache=plan.read_cache,
                     concurrency=plan.concurrency,
                     tolerances=_tolerances(prompt_set, plan.tolerance_overrides),
                     progress=progress,
+                    grader_cost=plan.judge.cost if plan.judge else None,
                 )
                 results.append(_compare_and_store(plan, result))
         finally:
@@ -165,7 +192,7 @@ def _prepare_database(plan: RunPlan, cache: Any) -> None:
     assert plan.db is not None
     with Store.open(plan.db):
         pass
-    if cache is not None:
+    if cache is not None and plan.read_cache:
         keys = [cache_key(plan.provider.id, build_request(s, p, plan.alias)) for s in plan.sets for p in s.prompts]
         cache.preload(keys)
 

@@ -16,8 +16,11 @@ class Provider(Protocol):
     """A model endpoint. ``complete`` retries transient faults itself and raises
     ``ProviderError`` when they persist, ``ProviderRefused`` when no retry can help."""
 
-    instance_id: str
-    adapter: str
+    @property
+    def instance_id(self) -> str: ...
+
+    @property
+    def adapter(self) -> str: ...
 
     async def complete(self, request: CompletionRequest) -> Completion: ...
 

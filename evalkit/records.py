@@ -144,6 +144,10 @@ class CompletionRequest:
     params: Params = field(default_factory=dict)
     item_id: str = ""  # the prompt id (the replay adapter answers by it)
     set_id: str = ""
+    # Structured output: a JSON Schema the answer must follow (OpenAI response_format,
+    # Anthropic tool use); adapters without support ignore it.
+    response_schema: Mapping[str, JsonValue] | None = None
+    top_logprobs: int = 0  # ask for this many alternatives per token, where supported
 
     @property
     def system(self) -> str | None:
@@ -212,7 +216,7 @@ class Grade:
     score: float
     reason: str
     assertions: tuple[AssertionResult, ...] = ()
-    yardstick: str = "deterministic"
+    yardstick: str | None = "deterministic"  # None: the grading failed, nothing measured it
     usage: Usage = Usage()
     failed: bool = False  # the grading itself failed (a decision that could not be made)
 
@@ -328,6 +332,7 @@ class RunResult:
     usage: Usage = Usage()
     grader_usage: Usage = Usage()
     cost: float | None = None
+    grader_cost: float | None = None
     kind: Literal["prompts"] = "prompts"
 
     @classmethod

@@ -21,7 +21,7 @@ from typing import Any
 
 from evalkit.config import Cost, ProviderConfig
 from evalkit.errors import ProviderError, ProviderRefused
-from evalkit.protocols import CompletionCache, Grader
+from evalkit.protocols import CompletionCache, Grader, Provider
 from evalkit.providers import ProviderPool, default_alias
 from evalkit.records import (
     Completion,
@@ -87,9 +87,53 @@ def cache_key(instance_id: str, request: CompletionRequest, repeat: int = 0) -> 
         "messages": [[m.role, m.content] for m in request.messages],
         "params": dict(request.params),
     }
+    if request.response_schema is not None:
+        body["response_schema"] = dict(request.response_schema)
+    if request.top_logprobs:
+        body["top_logprobs"] = request.top_logprobs
     if repeat:
         body["repeat"] = repeat
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def clean_completion(completion: Completion) -> Completion:
+    """Lone surrogates (a JSON body may escape them) become U+FFFD: they cannot be stored or printed."""
+    text = completion.text
+    cleaned = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return completion if cleaned == text else replace(completion, text=cleaned)
+
+
+@dataclass(slots=True)
+class CachedProvider:
+    """A provider seen through the completion cache; the judge is wired through one too."""
+
+    provider: Provider
+    cache: CompletionCache | None
+    read_cache: bool = True
+
+    @property
+    def instance_id(self) -> str:
+        return self.provider.instance_id
+
+    @property
+    def adapter(self) -> str:
+        return self.provider.adapter
+
+    async def complete(self, request: CompletionRequest, repeat: int = 0) -> Completion:
+        if self.provider.adapter == "replay":  # answers by prompt id from a local file: nothing to cache
+            return clean_completion(await self.provider.complete(request))
+        key = cache_key(self.provider.instance_id, request, repeat)
+        if self.cache is not None and self.read_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        completion = clean_completion(await self.provider.complete(request))
+        if self.cache is not None:
+            self.cache.put(key, completion)
+        return completion
+
+    async def aclose(self) -> None:
+        return None  # the pool that opened the provider closes it
 
 
 @dataclass(slots=True)
@@ -110,24 +154,14 @@ class Caller:
                 request if current == instance_id else replace(request, model=default_alias(self.pool.config(current)))
             )
             try:
-                return await self._one(current, attempt, repeat)
+                provider = CachedProvider(self.pool.get(current), self.cache, self.read_cache)
+                return await provider.complete(attempt, repeat)
             except ProviderRefused:
                 raise
             except ProviderError as exc:
                 errors.append(str(exc))
             current = self.pool.config(current).fallback
         raise ProviderError("; then ".join(errors))
-
-    async def _one(self, instance_id: str, request: CompletionRequest, repeat: int) -> Completion:
-        key = cache_key(instance_id, request, repeat)
-        if self.cache is not None and self.read_cache:
-            hit = self.cache.get(key)
-            if hit is not None:
-                return hit
-        completion = await self.pool.get(instance_id).complete(request)
-        if self.cache is not None:
-            self.cache.put(key, completion)
-        return completion
 
 
 async def run_items(
@@ -248,6 +282,7 @@ async def run_prompt_set(
     concurrency: int = 8,
     tolerances: Tolerances | None = None,
     progress: Progress | None = None,
+    grader_cost: Cost | None = None,
 ) -> RunResult:
     """Run one set on one provider instance; nothing is stored here."""
     sent_alias = alias or default_alias(provider)
@@ -277,4 +312,9 @@ async def run_prompt_set(
         set_path=str(prompt_set.path) if prompt_set.path else None,
         adapter=provider.adapter,
         cost=run_cost(items, provider.cost),
+        grader_cost=grader_cost.of(*_judge_tokens(items)) if grader_cost else None,
     )
+
+
+def _judge_tokens(items: Sequence[ItemResult]) -> tuple[int, int]:
+    return sum(i.grader_usage.input_tokens for i in items), sum(i.grader_usage.output_tokens for i in items)

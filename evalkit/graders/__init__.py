@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.errors import UnknownNameError
+from evalkit.graders.decision import DecisionGrader, probe
 from evalkit.graders.deterministic import DeterministicGrader
-from evalkit.protocols import Grader
 
-
-def make_grader(name: str) -> Grader:
-    if name == "deterministic":
-        return DeterministicGrader()
-    raise UnknownNameError(f"unknown grader '{name}'")
+__all__ = ["DecisionGrader", "DeterministicGrader", "probe"]

@@ -64,6 +64,8 @@ def check_json_schema(validator: Any, response: str) -> AssertionResult:
     except ValueError as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         return AssertionResult("json_schema", False, f"json_schema: response is not JSON ({reason})")
+    except RecursionError:
+        return AssertionResult("json_schema", False, "json_schema: response is not JSON (nested too deeply)")
     error = next(iter(validator.iter_errors(document)), None)
     if error is None:
         return AssertionResult("json_schema", True)

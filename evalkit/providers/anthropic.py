@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, ProviderConfig
@@ -15,6 +16,7 @@ from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
 # OpenAI-style parameter names in set files, mapped to the Messages API's own.
+TOOL_NAME = "record_answer"
 PARAM_NAMES = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "stop": "stop_sequences"}
 
 
@@ -54,6 +56,9 @@ class AnthropicProvider:
                 payload[PARAM_NAMES[name]] = [value] if name == "stop" and isinstance(value, str) else value
             elif name not in ("seed",):  # no seed in the Messages API
                 payload[name] = value
+        if request.response_schema is not None:  # structured output through a forced tool call
+            payload["tools"] = [{"name": TOOL_NAME, "description": "Record the answer.", "input_schema": dict(request.response_schema)}]
+            payload["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         return payload
 
     async def complete(self, request: CompletionRequest) -> Completion:
@@ -68,6 +73,9 @@ class AnthropicProvider:
         if not isinstance(content, list):
             raise ProviderError(f"provider '{self.instance_id}': response has no content list")
         text = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        tool_input = next((b.get("input") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"), None)
+        if tool_input is not None:
+            text = json.dumps(tool_input)
         reported = body.get("model")
         usage = body.get("usage") or {}
         return Completion(

@@ -128,6 +128,7 @@ class LocalProvider:
         self.config = config
         self.path = model_file(config)
         self.reported_model = model_id(self.path)
+        self.address: str | None = None  # http://127.0.0.1:PORT while the server runs
         self._server: Any = None
         self._client: OpenAIProvider | None = None
         self._lock = asyncio.Lock()
@@ -136,6 +137,7 @@ class LocalProvider:
         async with self._lock:
             if self._client is None:
                 self._server, address = await asyncio.to_thread(start_server, self.config, self.path)
+                self.address = address
                 await wait_ready(address)
                 # llama.cpp serves one request at a time (n_parallel=1): queue here, not in its
                 # server, so a latency measures the model and not the queue.

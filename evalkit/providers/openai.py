@@ -51,11 +51,20 @@ class OpenAIProvider:
         self._slots = asyncio.Semaphore(config.max_concurrency)
 
     def payload(self, request: CompletionRequest) -> dict[str, Any]:
-        return {
+        payload: dict[str, Any] = {
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             **request.params,
         }
+        if request.response_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "strict": True, "schema": dict(request.response_schema)},
+            }
+        if request.top_logprobs:
+            payload["logprobs"] = True
+            payload["top_logprobs"] = request.top_logprobs
+        return payload
 
     async def complete(self, request: CompletionRequest) -> Completion:
         payload = self.payload(request)

@@ -106,6 +106,9 @@ class Store:
         self.con.execute("begin transaction")
         try:
             yield self.con
+        except duckdb.Error as exc:
+            self.con.execute("rollback")
+            raise StoreError(f"{self.path}: write failed, nothing was written ({_first_line(exc)})") from None
         except BaseException:
             self.con.execute("rollback")
             raise

@@ -78,7 +78,9 @@ def privacy_project(isolated: Path, fake_llm: FakeServer, monkeypatch: pytest.Mo
 
 
 def stored_text(db: Path) -> str:
-    return json.dumps(rows(db, "select * from runs"), default=str) + json.dumps(rows(db, "select * from results"), default=str)
+    return json.dumps(rows(db, "select * from runs"), default=str) + json.dumps(
+        rows(db, "select * from results"), default=str
+    )
 
 
 def test_none_keeps_the_run_row_only(cli, privacy_project, db_file: Path) -> None:
@@ -94,7 +96,8 @@ def test_metadata_keeps_verdicts_but_no_text(cli, privacy_project, db_file: Path
     privacy_project("metadata")
     assert cli("run", "sets/p.yaml").exit_code == 0
     ((item_id, passed, score, latency, prompt, system, response, reason, serving),) = rows(
-        db_file, "select item_id, passed, score, latency_ms, prompt, system_prompt, response, reason, serving from results"
+        db_file,
+        "select item_id, passed, score, latency_ms, prompt, system_prompt, response, reason, serving from results",
     )
     assert (item_id, passed, score) == ("one", False, 0.0)
     assert latency is not None
@@ -108,7 +111,9 @@ def test_metadata_keeps_verdicts_but_no_text(cli, privacy_project, db_file: Path
 def test_redacted_masks_contacts_and_secrets(cli, privacy_project, db_file: Path) -> None:
     privacy_project("redacted")
     assert cli("run", "sets/p.yaml").exit_code == 0
-    ((prompt, system, response, serving),) = rows(db_file, "select prompt, system_prompt, response, serving from results")
+    ((prompt, system, response, serving),) = rows(
+        db_file, "select prompt, system_prompt, response, serving from results"
+    )
     assert prompt == "Contact *** about key ***"
     assert system == "Be brief."
     assert response == "Mail *** or call ***; token ***"
@@ -121,7 +126,12 @@ def test_full_keeps_texts_and_serving_record(cli, privacy_project, db_file: Path
     ((prompt, response, serving, adapter),) = rows(db_file, "select prompt, response, serving, adapter from results")
     assert prompt == PROMPT
     assert response == ANSWER
-    assert json.loads(serving) == {"version": 1, "provider": "fake", "model": "alias-1", "reported_model": "fake-model-1"}
+    assert json.loads(serving) == {
+        "version": 1,
+        "provider": "fake",
+        "model": "alias-1",
+        "reported_model": "fake-model-1",
+    }
     assert adapter == "openai"
 
 
@@ -149,8 +159,14 @@ def test_show_respects_the_stored_level(cli, privacy_project) -> None:
 
 
 def test_cache_can_be_switched_off(cli, isolated: Path, fake_llm: FakeServer, db_file: Path) -> None:
-    write(isolated / "sets/p.yaml", "id: c.set\nname: C\nprompts:\n  - {id: a, prompt: hi, assertions: [{contains: hi}]}\n")
-    write(isolated / "evalkit.yaml", f"cache: false\nproviders:\n  - {{id: fake, adapter: openai, base_url: '{fake_llm.url}/v1', model: m}}\n")
+    write(
+        isolated / "sets/p.yaml",
+        "id: c.set\nname: C\nprompts:\n  - {id: a, prompt: hi, assertions: [{contains: hi}]}\n",
+    )
+    write(
+        isolated / "evalkit.yaml",
+        f"cache: false\nproviders:\n  - {{id: fake, adapter: openai, base_url: '{fake_llm.url}/v1', model: m}}\n",
+    )
     assert cli("run", "sets/p.yaml").exit_code == 0
     assert cli("run", "sets/p.yaml").exit_code == 0
     assert fake_llm.calls == 2

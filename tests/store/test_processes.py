@@ -75,14 +75,16 @@ def test_two_processes_writing_one_database_both_succeed(project: Path, fake_llm
     first = evalkit(project, "run", "sets/a.yaml", "--no-cache")
     second = evalkit(project, "run", "sets/b.yaml", "--no-cache")
     for proc in (first, second):
-        out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
         assert "Traceback" not in err
     assert sorted(query(db_file, "select set_id, item_count from runs")) == [("proc.a", 40), ("proc.b", 40)]
     assert query(db_file, "select count(*) from results") == [(80,)]
 
 
-def test_kill_9_midway_leaves_the_database_readable_with_earlier_runs(project: Path, fake_llm: FakeServer, db_file: Path) -> None:
+def test_kill_9_midway_leaves_the_database_readable_with_earlier_runs(
+    project: Path, fake_llm: FakeServer, db_file: Path
+) -> None:
     done = evalkit(project, "run", "sets/a.yaml")
     assert finish(done) == 0
     before = query(db_file, "select run_id, item_count from runs")
@@ -99,8 +101,13 @@ def test_kill_9_midway_leaves_the_database_readable_with_earlier_runs(project: P
     assert finish(again) == 0
 
 
-def test_ctrl_c_keeps_received_answers_in_the_cache_and_stores_no_run(project: Path, fake_llm: FakeServer, db_file: Path) -> None:
-    write(project / "evalkit.yaml", (project / "evalkit.yaml").read_text().replace("max_concurrency: 4", "max_concurrency: 1"))
+def test_ctrl_c_keeps_received_answers_in_the_cache_and_stores_no_run(
+    project: Path, fake_llm: FakeServer, db_file: Path
+) -> None:
+    write(
+        project / "evalkit.yaml",
+        (project / "evalkit.yaml").read_text().replace("max_concurrency: 4", "max_concurrency: 1"),
+    )
 
     def slow_after_ten(request: Recorded) -> Reply:
         index = int(request.json["messages"][-1]["content"].split()[-1])
@@ -126,11 +133,13 @@ def test_ctrl_c_keeps_received_answers_in_the_cache_and_stores_no_run(project: P
     assert json.loads(out)["passed_count"] == 40
 
 
-def test_a_held_database_is_waited_for_then_given_up_with_exit_3(project: Path, fake_llm: FakeServer, db_file: Path) -> None:
+def test_a_held_database_is_waited_for_then_given_up_with_exit_3(
+    project: Path, fake_llm: FakeServer, db_file: Path
+) -> None:
     holder = duckdb.connect(str(db_file))
     try:
         proc = evalkit(project, "run", "sets/a.yaml", env={"EVALKIT_DB_WAIT_S": "1"})
-        out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=60)
     finally:
         holder.close()
     assert proc.returncode == 3
@@ -157,7 +166,8 @@ def test_open_waits_for_another_process_then_succeeds(db_file: Path, monkeypatch
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(db_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
-    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout is not None
+    assert holder.stdin is not None
     assert holder.stdout.readline().strip() == "locked"
     waits: list[float] = []
 

@@ -81,7 +81,7 @@ def test_a_run_is_written_in_one_transaction(db_file: Path, monkeypatch: pytest.
         return tuple(row)
 
     monkeypatch.setattr(runs_module, "_item_row", bad_rows)
-    with Store.open(db_file) as store, pytest.raises(duckdb.Error):
+    with Store.open(db_file) as store, pytest.raises(StoreError, match="nothing was written"):
         save_run(store, run, "metadata", "test")
     with Store.open(db_file) as store:
         assert store.con.execute("select count(*) from runs").fetchone() == (0,)
@@ -97,9 +97,15 @@ def test_bulk_write_of_ten_thousand_items(db_file: Path) -> None:
 
 def test_baseline_scope(db_file: Path) -> None:
     base = run_of(3, 4, started_at="2026-11-01T00:00:00+00:00")
-    other_instance = run_of(1, 4, serving=ServingRecord("other", "alias-1", "model-1"), started_at="2026-11-02T00:00:00+00:00")
-    other_alias = run_of(1, 4, serving=ServingRecord("fake", "alias-2", "model-1"), started_at="2026-11-03T00:00:00+00:00")
-    other_model = run_of(1, 4, serving=ServingRecord("fake", "alias-1", "model-2"), started_at="2026-11-04T00:00:00+00:00")
+    other_instance = run_of(
+        1, 4, serving=ServingRecord("other", "alias-1", "model-1"), started_at="2026-11-02T00:00:00+00:00"
+    )
+    other_alias = run_of(
+        1, 4, serving=ServingRecord("fake", "alias-2", "model-1"), started_at="2026-11-03T00:00:00+00:00"
+    )
+    other_model = run_of(
+        1, 4, serving=ServingRecord("fake", "alias-1", "model-2"), started_at="2026-11-04T00:00:00+00:00"
+    )
     other_grader = run_of(1, 4, grader="decision:judge:m:v1", started_at="2026-11-05T00:00:00+00:00")
     errored = run_of(1, 4, errors=1, started_at="2026-11-06T00:00:00+00:00")
     unverified = run_of(1, 4, serving=ServingRecord("fake", "alias-1", None), started_at="2026-11-07T00:00:00+00:00")
@@ -143,7 +149,7 @@ def test_prune_deletes_whole_runs(db_file: Path) -> None:
 def test_garbage_file_is_a_store_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.duckdb"
     bad.write_text("not a database" * 100)
-    with pytest.raises(StoreError, match="bad.duckdb: cannot open the database"):
+    with pytest.raises(StoreError, match=r"bad\.duckdb: cannot open the database"):
         Store.open(bad)
 
 
@@ -154,4 +160,9 @@ def test_generator_provenance_is_a_separate_column_at_every_level(db_file: Path)
         rows = store.con.execute("select privacy, generator_provenance from runs").fetchall()
     assert {level for level, _ in rows} == {"none", "metadata", "redacted", "full"}
     for _, provenance in rows:
-        assert json.loads(provenance) == {"version": 1, "provider": "fake", "model": "alias-1", "reported_model": "model-1"}
+        assert json.loads(provenance) == {
+            "version": 1,
+            "provider": "fake",
+            "model": "alias-1",
+            "reported_model": "model-1",
+        }

@@ -1,0 +1,200 @@
+"""The decision grader: an LLM judge on five levels (profile ``evalkit.task_fulfilment`` v1).
+
+The judge is asked how well the candidate response fulfils its task: the prompt, preceded by
+the system prompt the call ran with as instructions the response had to follow. A non-empty
+reference answer is sent as evidence. The judge answers ``{"level": 0-4, "justification": ...}``
+through structured output where the endpoint supports it (else a JSON object parsed from its
+text). When the endpoint returns log-probabilities for the level token, the level is their
+probability-weighted mean (G-Eval); otherwise the integer level. Score = min(1, level/4), pass
+at score >= 0.6 (level >= 2.4). A judgement that errors or stays unparseable after one retry
+is a failed decision: score 0, reason ``Decision failed: ...``, never a crash.
+
+Each grading names its yardstick ``decision:<judge instance>:<judge's reported model>:v1``;
+the prompt texts below are part of that yardstick and must not change without a new version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import replace
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from evalkit.errors import ProviderError, ProviderRefused, RunError
+from evalkit.protocols import Provider
+from evalkit.records import Completion, CompletionRequest, Grade, Message, Prompt, PromptSet, ServingRecord, Usage
+
+PROFILE = "evalkit.task_fulfilment"
+VERSION = 1
+PASS_LEVEL = Decimal("2.4")  # score 0.6
+LEVELS = "01234"
+
+SYSTEM = """\
+You are an impartial evaluator. Judge how well a candidate response fulfils its task.
+Choose exactly one level:
+0: fails the task entirely or answers something else
+1: addresses the task but is mostly wrong or incomplete
+2: fulfils part of the task, important parts missing or wrong
+3: fulfils the task with minor gaps or inaccuracies
+4: fulfils the task completely and correctly
+If instructions are given, a response that ignores them does not fulfil the task.
+Answer with a JSON object only: {"level": <0-4>, "justification": "<one sentence>"}"""
+
+EVIDENCE = "Reference answer (evidence: judge the substance of the candidate against it, not its wording):"
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "level": {"type": "integer", "enum": [0, 1, 2, 3, 4]},
+        "justification": {"type": "string"},
+    },
+    "required": ["level", "justification"],
+    "additionalProperties": False,
+}
+_LEVEL_KEY = re.compile(r'"level"\s*:\s*"?$')
+
+
+def task_text(prompt_set: PromptSet, prompt: Prompt) -> str:
+    """The task as the judge sees it: the prompt, with the system prompt as instructions."""
+    system = prompt_set.system_for(prompt)
+    if system:
+        return f"Instructions the response had to follow:\n{system}\n\nTask:\n{prompt.prompt}"
+    return prompt.prompt
+
+
+def judge_messages(task: str, response: str, reference: str | None) -> tuple[Message, ...]:
+    parts = [f"Task:\n{task}"]
+    if reference and reference.strip():
+        parts.append(f"{EVIDENCE}\n{reference}")
+    parts.append(f"Candidate response:\n{response}")
+    return (Message("system", SYSTEM), Message("user", "\n\n".join(parts)))
+
+
+def yardstick(judge_instance: str, reported_model: str) -> str:
+    return f"decision:{judge_instance}:{reported_model}:v{VERSION}"
+
+
+def parse_answer(text: str) -> tuple[int, str]:
+    """(level, justification) from the judge's text; ValueError when there is none."""
+    for candidate in _json_objects(text):
+        level = candidate.get("level")
+        if isinstance(level, str) and level.strip() in LEVELS:
+            level = int(level.strip())
+        if isinstance(level, float) and level.is_integer():
+            level = int(level)
+        if isinstance(level, int) and not isinstance(level, bool) and 0 <= level <= 4:
+            justification = candidate.get("justification", "")
+            return level, " ".join(str(justification).split())
+    raise ValueError("no JSON object with a level 0-4 in the judge's answer")
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object embedded in ``text`` (outermost first)."""
+    found, decoder = [], json.JSONDecoder()
+    for start in (i for i, ch in enumerate(text) if ch == "{"):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def weighted_level(raw: Any) -> float | None:
+    """The probability-weighted level from OpenAI-style logprobs of the level token, if present."""
+    content = (raw or {}).get("logprobs", {}) if isinstance(raw, dict) else {}
+    tokens = content.get("content") if isinstance(content, dict) else None
+    if not isinstance(tokens, list):
+        return None
+    seen = ""
+    for token in tokens:
+        text = str(token.get("token", "")) if isinstance(token, dict) else ""
+        if _LEVEL_KEY.search(seen) and text.strip() in LEVELS and text.strip():
+            weights: dict[int, float] = {}
+            for alt in token.get("top_logprobs") or [{"token": text, "logprob": token.get("logprob", 0.0)}]:
+                digit = str(alt.get("token", "")).strip()
+                if digit and digit in LEVELS and isinstance(alt.get("logprob"), int | float):
+                    weights[int(digit)] = weights.get(int(digit), 0.0) + math.exp(alt["logprob"])
+            total = sum(weights.values())
+            if total <= 0:
+                return None
+            return sum(level * p for level, p in weights.items()) / total
+        seen += text
+    return None
+
+
+def level_grade(level: float, justification: str, mark: str) -> Grade:
+    """Score = min(1, level/4) on the level rounded to two decimals; pass at level >= 2.4."""
+    rounded = Decimal(repr(level)).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    score = min(Decimal(1), rounded / 4)
+    reason = f"level {rounded}/4: {justification}" if justification else f"level {rounded}/4"
+    return Grade(rounded >= PASS_LEVEL, float(score), reason, yardstick=mark)
+
+
+class DecisionGrader:
+    """Asks a judge provider (injected, usually wrapped by the completion cache)."""
+
+    name = "decision"
+
+    def __init__(self, judge: Provider, judge_alias: str) -> None:
+        self.judge = judge
+        self.alias = judge_alias
+
+    async def grade(
+        self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None
+    ) -> Grade:
+        messages = judge_messages(task_text(prompt_set, prompt), response, prompt.reference)
+        structured = CompletionRequest(
+            messages,
+            model=self.alias,
+            params={"temperature": 0, "max_tokens": 200},
+            response_schema=ANSWER_SCHEMA,
+            top_logprobs=5 if self.judge.adapter in ("openai", "local") else 0,
+        )
+        usage = Usage()
+        problem = ""
+        # First structured (with logprobs where offered), then once more as plain text.
+        for request in (structured, replace(structured, response_schema=None, top_logprobs=0)):
+            try:
+                completion = await self.judge.complete(request)
+            except ProviderRefused:
+                raise
+            except ProviderError as exc:
+                problem = str(exc)
+                continue
+            if not completion.cached:
+                usage = usage + completion.usage
+            grade = self._judged(completion)
+            if grade is not None:
+                return replace(grade, usage=usage)
+            problem = f"unparseable judge answer {_clip(completion.text)}"
+        return Grade(False, 0.0, f"Decision failed: {problem}", yardstick=None, usage=usage, failed=True)
+
+    def _judged(self, completion: Completion) -> Grade | None:
+        try:
+            level, justification = parse_answer(completion.text)
+        except ValueError:
+            return None
+        weighted = weighted_level(completion.raw)
+        reported = completion.serving.reported_model or f"{completion.serving.model}?"
+        mark = yardstick(completion.serving.provider, reported)
+        return level_grade(weighted if weighted is not None else float(level), justification, mark)
+
+
+async def probe(judge: Provider, alias: str) -> None:
+    """One tiny call before any completion is paid for; RunError (exit 3) when it fails."""
+    request = CompletionRequest(
+        (Message("user", "Reply with the single word OK."),), model=alias, params={"max_tokens": 5, "temperature": 0}
+    )
+    try:
+        await judge.complete(request)
+    except ProviderError as exc:
+        raise RunError(f"the judge '{judge.instance_id}' did not answer a readiness probe: {exc}") from None
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 3] + "...")
