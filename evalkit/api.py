@@ -16,11 +16,22 @@ from typing import Any
 
 from evalkit import __version__
 from evalkit.compare import BaselineRun, compare_run, not_comparable_reason
-from evalkit.config import Config, ProviderConfig, choose_provider, db_path
+from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
 from evalkit.errors import InputError, UnknownNameError
 from evalkit.protocols import Grader
 from evalkit.providers import ProviderPool, check_provider, default_alias
-from evalkit.records import GRADERS, AnySet, Comparison, ItemResult, PromptSet, RunResult, Tolerances
+from evalkit.records import (
+    GRADERS,
+    AnySet,
+    Comparison,
+    ItemResult,
+    PromptSet,
+    QuestionSet,
+    RetrievalRunResult,
+    RetrievalTolerances,
+    RunResult,
+    Tolerances,
+)
 from evalkit.runner import build_request, cache_key, run_prompt_set
 from evalkit.sets import load_config, load_set, resolve_sets
 
@@ -186,15 +197,25 @@ def execute_plan(
 
 
 def _prepare_database(plan: RunPlan, cache: Any) -> None:
-    """Open (create, migrate) the database once before any call, and preload the cache."""
+    """Open (create, migrate) the database once before any call, and preload the cache with
+    every entry the run may ask for: each prompt on the instance and on its fallback chain."""
     from evalkit.store import Store
 
     assert plan.db is not None
     with Store.open(plan.db):
         pass
     if cache is not None and plan.read_cache:
-        keys = [cache_key(plan.provider.id, build_request(s, p, plan.alias)) for s in plan.sets for p in s.prompts]
+        chain = _fallback_chain(plan.config, plan.provider)
+        aliases = {plan.provider.id: plan.alias} | {c.id: default_alias(c) for c in chain[1:]}
+        keys = [
+            cache_key(instance, build_request(s, p, alias))
+            for instance, alias in aliases.items()
+            for s in plan.sets
+            for p in s.prompts
+        ]
         cache.preload(keys)
+        if plan.judge is not None and plan.judge_alias is not None:
+            cache.preload_instance(plan.judge.id, plan.judge_alias)
 
 
 def _tolerances(prompt_set: PromptSet, overrides: dict[str, Any]) -> Tolerances:
@@ -348,15 +369,28 @@ def set_report(config: Config, *, db: str | Path | None = None) -> list[dict[str
         return set_summaries(store)
 
 
-def show_run(config: Config, run_id: str, *, db: str | Path | None = None) -> tuple[RunResult, dict[str, Any]]:
+def show_run(
+    config: Config, run_id: str, *, db: str | Path | None = None
+) -> tuple[RunResult | RetrievalRunResult, dict[str, Any]]:
     """One stored run with its items (as its privacy level kept them)."""
-    from evalkit.store import load_run
+    from evalkit.store import load_retrieval_run, load_run, run_kind
 
     store = _read_store(config, db)
     if store is None:
         raise UnknownNameError(f"no stored run '{run_id}': the database {db_path(config, db)} does not exist yet")
     with store:
-        return load_run(store, run_id)
+        full_id, kind = run_kind(store, run_id)
+        if kind == "retrieval":
+            run = load_retrieval_run(store, full_id)
+            gate = store.con.execute("select metrics->'gate' from runs where run_id = $1", [full_id]).fetchone()
+            return run, {"gate": _json(gate[0]) if gate else None}
+        return load_run(store, full_id)
+
+
+def _json(value: Any) -> Any:
+    import json
+
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def prune(config: Config, *, older_than_days: int | None = None, db: str | Path | None = None) -> tuple[int, int]:
@@ -372,3 +406,101 @@ def prune(config: Config, *, older_than_days: int | None = None, db: str | Path 
         with store.transaction():
             entries = prune_cache(store, days)
     return runs, entries
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalPlan:
+    """A checked retrieval run: nothing has been called or written yet."""
+
+    question_set: QuestionSet
+    config: Config
+    retriever: RetrieverConfig
+    limit: int
+    db: Path | None
+    tolerances: RetrievalTolerances
+    corpus: Any
+    warnings: tuple[str, ...]
+    fail_on_regression: bool = False
+
+
+def plan_retrieval(
+    target: str,
+    config: Config,
+    *,
+    retriever: str,
+    limit: int = 12,
+    db: str | Path | None = None,
+    store: bool = True,
+    tolerance_overrides: dict[str, Any] | None = None,
+    fail_on_regression: bool = False,
+) -> RetrievalPlan:
+    from evalkit.retrieval.evaluate import missing_expected, set_corpus
+
+    loaded = resolve_sets([target], config.set_dirs)
+    if len(loaded) != 1 or not isinstance(loaded[0], QuestionSet):
+        kinds = ", ".join(f"{s.id} ({s.kind})" for s in loaded)
+        raise InputError(f"{target}: evalkit retrieval needs exactly one question set, got: {kinds}")
+    question_set = loaded[0]
+    retriever_config = config.retriever(retriever)
+    if limit < 1:
+        raise InputError("--limit must be at least 1")
+    corpus = set_corpus(question_set)
+    warnings: list[str] = []
+    if corpus is not None:
+        missing = missing_expected(question_set, corpus)
+        if missing:
+            shown = ", ".join(missing[:10]) + (f", ... ({len(missing)} in all)" if len(missing) > 10 else "")
+            warnings.append(f"{question_set.path}: expected ids not in the corpus {question_set.corpus}: {shown}")
+    overrides = tolerance_overrides or {}
+    base = question_set.tolerances
+    return RetrievalPlan(
+        question_set=question_set,
+        config=config,
+        retriever=retriever_config,
+        limit=limit,
+        db=db_path(config, db) if store else None,
+        tolerances=RetrievalTolerances(
+            max_top1_drop=overrides.get("max_top1_drop", base.max_top1_drop),
+            max_top3_drop=overrides.get("max_top3_drop", base.max_top3_drop),
+        ),
+        corpus=corpus,
+        warnings=tuple(warnings),
+        fail_on_regression=fail_on_regression,
+    )
+
+
+def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
+    """Run the question set against the retriever, compare with the previous run, store."""
+    from evalkit.compare import PreviousRetrieval, compare_retrieval, gate_passed
+    from evalkit.retrieval.evaluate import evaluate
+    from evalkit.runner import new_run_id, utc_now
+    from evalkit.store import Store, previous_retrieval, save_retrieval_run
+
+    if plan.db is not None:
+        Store.open(plan.db).close()  # create or migrate before any call; a bad database fails here
+    cache_dir = plan.db.parent / "index" if plan.db is not None else None
+    run = asyncio.run(
+        evaluate(
+            plan.question_set,
+            plan.retriever,
+            run_id=new_run_id(),
+            started_at=utc_now(),
+            finished=utc_now,
+            limit=plan.limit,
+            corpus=plan.corpus,
+            cache_dir=cache_dir,
+            tolerances=plan.tolerances,
+        )
+    )
+    if plan.db is None:
+        return replace(run, comparison=compare_retrieval(run, None, plan.tolerances))
+    with Store.open(plan.db) as store:
+        row = previous_retrieval(store, run.set_id, run.retriever)
+        comparison = compare_retrieval(run, PreviousRetrieval(**row) if row else None, plan.tolerances)
+        run = replace(run, comparison=comparison)
+        gate = {
+            "fail_on_regression": plan.fail_on_regression,
+            "passed": gate_passed(comparison, plan.fail_on_regression),
+        }
+        save_retrieval_run(store, run, plan.config.privacy, __version__, gate)
+    return run

@@ -8,10 +8,11 @@ tolerance of 0.1 accepts, and an identical re-run of 2/3 is a drop of exactly 0.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from evalkit.records import Comparison, RunResult, Tolerances
+from evalkit.records import Comparison, RetrievalRunResult, RetrievalTolerances, RunResult, Tolerances
 
 QUANTUM = Decimal("1e-12")
 COMPARABLE_PREFIXES = ("deterministic", "decision:", "retrieval_hit_rate")
@@ -122,3 +123,87 @@ def gate_passed(comparison: Comparison, fail_on_regression: bool) -> bool:
     if not fail_on_regression:
         return True
     return comparison.state in ("baseline", "compared") and not comparison.regressed
+
+
+@dataclass(frozen=True, slots=True)
+class PreviousRetrieval:
+    """What the comparison needs of the newest earlier retrieval run of a set and retriever."""
+
+    run_id: str
+    top1_hits: int
+    top3_hits: int
+    question_count: int
+    benchmark_fingerprint: str | None
+    variant_fingerprint: str | None
+    provenance: dict[str, str | None]
+
+
+def treatment_changes(before: dict[str, str | None], after: Mapping[str, str | None]) -> list[str]:
+    return [
+        f"{name} {before.get(name) or 'unknown'} -> {after.get(name) or 'unknown'}"
+        for name in ("model_revision", "chunking", "pipeline")
+        if before.get(name) != after.get(name)
+    ]
+
+
+def compare_retrieval(
+    run: RetrievalRunResult, previous: PreviousRetrieval | None, tolerances: RetrievalTolerances
+) -> Comparison:
+    """baseline | compared | mismatch | unknown, per DESIGN 6."""
+    if run.error_count:
+        return Comparison(
+            "unknown",
+            f"Not compared: {run.error_count} of {run.question_count} questions errored; a run with errors is stored but not compared.",
+        )
+    if run.benchmark_fingerprint is None:
+        return Comparison(
+            "unknown",
+            f"Not compared: the benchmark fingerprint is unknown because retriever '{run.retriever}' declared no corpus "
+            "revision (declare provenance: {corpus_revision: ...} for it in evalkit.yaml, or return it).",
+        )
+    if previous is None:
+        return Comparison(
+            "baseline",
+            f"Recorded as the baseline for {run.set_id} with retriever '{run.retriever}' "
+            f"(benchmark {run.benchmark_fingerprint}).",
+        )
+    if previous.benchmark_fingerprint is None:
+        return Comparison(
+            "unknown",
+            f"Not compared: the benchmark fingerprint of run {previous.run_id} is unknown.",
+            baseline_run_id=previous.run_id,
+        )
+    if previous.benchmark_fingerprint != run.benchmark_fingerprint:
+        return Comparison(
+            "mismatch",
+            f"Not compared: the benchmark changed since run {previous.run_id} (corpus or labels differ: "
+            f"{previous.benchmark_fingerprint} -> {run.benchmark_fingerprint}).",
+            baseline_run_id=previous.run_id,
+        )
+    top1 = exact_ratio(run.top1_hits, run.question_count) - exact_ratio(previous.top1_hits, previous.question_count)
+    top3 = exact_ratio(run.top3_hits, run.question_count) - exact_ratio(previous.top3_hits, previous.question_count)
+    problems = []
+    if -top1 > tolerances.max_top1_drop:
+        problems.append(
+            f"top-1 hit rate dropped {pp(-top1)[1:]}, beyond the tolerance of {pp(tolerances.max_top1_drop)[1:]}"
+        )
+    if -top3 > tolerances.max_top3_drop:
+        problems.append(
+            f"top-3 hit rate dropped {pp(-top3)[1:]}, beyond the tolerance of {pp(tolerances.max_top3_drop)[1:]}"
+        )
+    if problems:
+        text = "Regression: " + "; ".join(problems) + f" (against run {previous.run_id})."
+    else:
+        text = f"No regression: top-1 {pp(top1)}, top-3 {pp(top3)} against run {previous.run_id}."
+    changes = treatment_changes(previous.provenance, run.provenance)
+    if changes:
+        text += " Treatment changed: " + "; ".join(changes) + "."
+    return Comparison(
+        "compared",
+        text,
+        regressed=bool(problems),
+        baseline_run_id=previous.run_id,
+        pass_rate_delta=float(top1),
+        mean_score_delta=float(top3),
+        treatment_changed=previous.variant_fingerprint != run.variant_fingerprint,
+    )

@@ -76,6 +76,7 @@ class RetrieverConfig:
     provenance: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 30.0
     max_retries: int = 4
+    retry_backoff_s: float = 0.5
     options: Mapping[str, Any] = field(default_factory=dict)  # lexical: language, stemming, k1, b
     cwd: Path | None = None  # command retrievers run in the config file's folder
 

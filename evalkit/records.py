@@ -182,6 +182,18 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
 
+    @classmethod
+    def from_body(cls, usage: object, input_key: str, output_key: str) -> Usage:
+        """Token counts from an API's usage block; anything that is not a count reads as 0."""
+        if not isinstance(usage, dict):
+            return cls()
+
+        def count(key: str) -> int:
+            value = usage.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+        return cls(count(input_key), count(output_key))
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
 
@@ -370,3 +382,54 @@ class RunResult:
     @property
     def mean_score(self) -> float:
         return self.totals.mean_score
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalItem:
+    """One labelled question's outcome: hits, and the first three distinct ids retrieved."""
+
+    id: str
+    form: str
+    hard_class: str | None
+    top1_hit: bool
+    top3_hit: bool
+    retrieved: tuple[str, ...]
+    question: str = ""
+    error: str | None = None
+    latency_ms: float | None = None
+
+    @property
+    def errored(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalRunResult:
+    """A retrieval run: rates, breakdowns, ranking metrics, provenance and fingerprints."""
+
+    run_id: str
+    set_id: str
+    retriever: str
+    items: tuple[RetrievalItem, ...]
+    started_at: str
+    finished_at: str
+    question_count: int
+    top1_hit_rate: float
+    top3_hit_rate: float
+    by_form: Mapping[str, Mapping[str, float | int]]
+    by_hard_class: Mapping[str, Mapping[str, float | int]]
+    metrics: Mapping[str, float]
+    scored: int
+    left_out: int
+    provenance: Mapping[str, str | None]
+    benchmark_fingerprint: str | None
+    variant_fingerprint: str
+    top1_hits: int = 0
+    top3_hits: int = 0
+    tolerances: RetrievalTolerances = RetrievalTolerances()
+    comparison: Comparison | None = None
+    set_name: str = ""
+    set_path: str | None = None
+    error_count: int = 0
+    kind: Literal["retrieval"] = "retrieval"
+    grader: str = "retrieval_hit_rate"

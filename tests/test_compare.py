@@ -54,8 +54,23 @@ def test_raw_float_subtraction_would_get_the_boundary_wrong() -> None:
 def test_mean_score_regression_reported_separately() -> None:
     current = run_of(10, 10)
     current_items = tuple(item(f"p{i}", True, score=0.5) for i in range(10))
-    current = type(current).create(current_items, **{k: getattr(current, k) for k in (
-        "run_id", "set_id", "set_fingerprint", "provider", "model", "grader", "started_at", "finished_at", "tolerances")})
+    current = type(current).create(
+        current_items,
+        **{
+            k: getattr(current, k)
+            for k in (
+                "run_id",
+                "set_id",
+                "set_fingerprint",
+                "provider",
+                "model",
+                "grader",
+                "started_at",
+                "finished_at",
+                "tolerances",
+            )
+        },
+    )
     result = compare_run(current, BaselineRun("b", 1.0, 0.9, 10, 10), tol("0.1"))
     assert result.regressed
     assert "mean score dropped 0.400, beyond the tolerance of 0.100" in result.reason
@@ -71,7 +86,10 @@ def test_first_verified_run_is_the_baseline() -> None:
     ("run", "reason"),
     [
         (run_of(3, 4, errors=1), "Not compared: 1 of 4 items errored"),
-        (run_of(3, 4, serving=ServingRecord("fake", "alias-1", None)), "Not compared: no single verified serving generator"),
+        (
+            run_of(3, 4, serving=ServingRecord("fake", "alias-1", None)),
+            "Not compared: no single verified serving generator",
+        ),
         (run_of(3, 4, grader="decision"), "Not compared: its gradings do not share one yardstick"),
         (run_of(3, 4, grader="decision:failed"), "Not compared: every decision failed"),
     ],
@@ -88,8 +106,23 @@ def test_mixed_generators_are_not_compared() -> None:
     base = run_of(2, 2)
     other = ServingRecord("fake", "alias-1", "model-2")
     items = (*base.items[:1], item("x", True, serving=other))
-    mixed = type(base).create(items, **{k: getattr(base, k) for k in (
-        "run_id", "set_id", "set_fingerprint", "provider", "model", "grader", "started_at", "finished_at", "tolerances")})
+    mixed = type(base).create(
+        items,
+        **{
+            k: getattr(base, k)
+            for k in (
+                "run_id",
+                "set_id",
+                "set_fingerprint",
+                "provider",
+                "model",
+                "grader",
+                "started_at",
+                "finished_at",
+                "tolerances",
+            )
+        },
+    )
     assert mixed.generator is None
     result = compare_run(mixed, baseline_of(2, 2), tol("0.1"))
     assert result.state == "not_compared"

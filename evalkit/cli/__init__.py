@@ -35,9 +35,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from evalkit.cli import history, init, run, validate
+    from evalkit.cli import history, init, retrieval, run, validate
 
-    for module in (run, validate, history, init):
+    for module in (run, retrieval, validate, history, init):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -51,11 +51,11 @@ def show_command(run_id: str, db: str | None, config: str | None, fmt: str) -> N
 
     run, meta = api.show_run(api.load_config(config), run_id, db=db)
     if fmt == "json":
-        click.echo(jsonout.dumps(jsonout.run_json(run, meta.get("gate"))))
+        click.echo(jsonout.dumps(jsonout.envelope(run, meta.get("gate"))))
     elif fmt == "markdown":
-        click.echo(markdown.run_markdown(run), nl=False)
+        click.echo(markdown.any_markdown(run), nl=False)
     else:
-        render.render_run(stdout_console(), run, meta.get("gate"))
+        render.render_any(stdout_console(), run, meta.get("gate"))
 
 
 @click.command("prune")

@@ -121,23 +121,23 @@ def progress_reporter(total: int) -> Iterator[tuple[Callable[[Any], None], Calla
 
 def emit(runs: Sequence[Any], fail_on_regression: bool, fmt: str, output: str | None, junit: str | None) -> None:
     from evalkit.compare import gate_passed
-    from evalkit.report.jsonout import documents, run_json
+    from evalkit.report.jsonout import documents, envelope
 
     gates = [
         {"fail_on_regression": fail_on_regression, "passed": gate_passed(r.comparison, fail_on_regression)}
         for r in runs
     ]
-    envelopes = [run_json(r, g) for r, g in zip(runs, gates, strict=True)]
+    envelopes = [envelope(r, g) for r, g in zip(runs, gates, strict=True)]
     if fmt == "json":
         click.echo(documents(envelopes))
     else:
-        from evalkit.report.render import render_run
+        from evalkit.report.render import render_any
 
         console = stdout_console()
         for index, (run, gate) in enumerate(zip(runs, gates, strict=True)):
             if index:
                 console.print()
-            render_run(console, run, gate)
+            render_any(console, run, gate)
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(documents(envelopes) + "\n", encoding="utf-8")

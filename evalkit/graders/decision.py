@@ -48,12 +48,13 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "level": {"type": "integer", "enum": [0, 1, 2, 3, 4]},
-        "justification": {"type": "string"},
+        "justification": {"type": "string", "maxLength": 300},
     },
     "required": ["level", "justification"],
     "additionalProperties": False,
 }
 _LEVEL_KEY = re.compile(r'"level"\s*:\s*"?$')
+_TRUNCATED = re.compile(r'\A\s*\{\s*"level"\s*:\s*"?([0-4])"?\s*(?:,\s*"justification"\s*:\s*"([^"]*))?', re.S)
 
 
 def task_text(prompt_set: PromptSet, prompt: Prompt) -> str:
@@ -87,6 +88,9 @@ def parse_answer(text: str) -> tuple[int, str]:
         if isinstance(level, int) and not isinstance(level, bool) and 0 <= level <= 4:
             justification = candidate.get("justification", "")
             return level, " ".join(str(justification).split())
+    truncated = _TRUNCATED.search(text)  # an answer cut off by max_tokens still states its level first
+    if truncated:
+        return int(truncated.group(1)), " ".join((truncated.group(2) or "").split())
     raise ValueError("no JSON object with a level 0-4 in the judge's answer")
 
 
@@ -143,9 +147,7 @@ class DecisionGrader:
         self.judge = judge
         self.alias = judge_alias
 
-    async def grade(
-        self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None
-    ) -> Grade:
+    async def grade(self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None) -> Grade:
         messages = judge_messages(task_text(prompt_set, prompt), response, prompt.reference)
         structured = CompletionRequest(
             messages,
@@ -155,7 +157,7 @@ class DecisionGrader:
             top_logprobs=5 if self.judge.adapter in ("openai", "local") else 0,
         )
         usage = Usage()
-        problem = ""
+        problems: list[str] = []
         # First structured (with logprobs where offered), then once more as plain text.
         for request in (structured, replace(structured, response_schema=None, top_logprobs=0)):
             try:
@@ -163,15 +165,16 @@ class DecisionGrader:
             except ProviderRefused:
                 raise
             except ProviderError as exc:
-                problem = str(exc)
+                problems.append(str(exc))
                 continue
             if not completion.cached:
                 usage = usage + completion.usage
             grade = self._judged(completion)
             if grade is not None:
                 return replace(grade, usage=usage)
-            problem = f"unparseable judge answer {_clip(completion.text)}"
-        return Grade(False, 0.0, f"Decision failed: {problem}", yardstick=None, usage=usage, failed=True)
+            problems.append(f"unparseable judge answer {_clip(completion.text)}")
+        reason = "Decision failed: " + "; retry: ".join(problems)
+        return Grade(False, 0.0, reason, yardstick=None, usage=usage, failed=True)
 
     def _judged(self, completion: Completion) -> Grade | None:
         try:

@@ -57,7 +57,9 @@ class AnthropicProvider:
             elif name not in ("seed",):  # no seed in the Messages API
                 payload[name] = value
         if request.response_schema is not None:  # structured output through a forced tool call
-            payload["tools"] = [{"name": TOOL_NAME, "description": "Record the answer.", "input_schema": dict(request.response_schema)}]
+            payload["tools"] = [
+                {"name": TOOL_NAME, "description": "Record the answer.", "input_schema": dict(request.response_schema)}
+            ]
             payload["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         return payload
 
@@ -73,17 +75,18 @@ class AnthropicProvider:
         if not isinstance(content, list):
             raise ProviderError(f"provider '{self.instance_id}': response has no content list")
         text = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-        tool_input = next((b.get("input") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"), None)
+        tool_input = next(
+            (b.get("input") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"), None
+        )
         if tool_input is not None:
             text = json.dumps(tool_input)
         reported = body.get("model")
-        usage = body.get("usage") or {}
         return Completion(
             text=text,
             serving=ServingRecord(
                 self.instance_id, request.model, reported if isinstance(reported, str) and reported else None
             ),
-            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            usage=Usage.from_body(body.get("usage"), "input_tokens", "output_tokens"),
             latency_ms=latency_ms,
             adapter=self.adapter,
             raw={"content": content, "stop_reason": body.get("stop_reason")},

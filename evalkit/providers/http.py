@@ -40,8 +40,8 @@ class JsonClient:
         self.key_env = key_env
         self._secrets = tuple(s for s in secrets if s)
         self._httpx = httpx
+        self._base = base_url
         self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/") + "/",
             headers=dict(headers or {}),
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
@@ -55,11 +55,13 @@ class JsonClient:
         return text
 
     async def post(self, path: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
-        """The decoded JSON object answered to ``payload`` and the call's latency in ms."""
+        """The decoded JSON object answered to ``payload`` (posted to the base URL joined with
+        ``path``; ``""`` is the base URL itself) and the call's latency in ms."""
         httpx = self._httpx
+        url = self._base if not path else self._base.rstrip("/") + "/" + path.lstrip("/")
         started = time.perf_counter()
         try:
-            response = await self._client.post(path.lstrip("/"), json=payload)
+            response = await self._client.post(url, json=payload)
         except httpx.TimeoutException:
             raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except httpx.TransportError as exc:
@@ -90,7 +92,7 @@ class JsonClient:
                 hint = f"check the API key in ${self.key_env}"
             else:
                 hint = "the endpoint needs credentials: set api_key_env for this instance"
-            raise ProviderRefused(f"provider {text}; {hint}")
+            raise ProviderRefused(f"{text}; {hint}")
         raise ProviderError(text)
 
     async def aclose(self) -> None:

@@ -86,14 +86,13 @@ class OpenAIProvider:
         if isinstance(content, list):  # content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         reported = body.get("model")
-        usage = body.get("usage") or {}
         extras = {k: choice[k] for k in ("logprobs", "finish_reason") if isinstance(choice, dict) and k in choice}
         return Completion(
             text=content if isinstance(content, str) else "",
             serving=ServingRecord(
                 self.instance_id, request.model, reported if isinstance(reported, str) and reported else None
             ),
-            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+            usage=Usage.from_body(body.get("usage"), "prompt_tokens", "completion_tokens"),
             latency_ms=latency_ms,
             adapter=self.adapter,
             raw=extras,

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from evalkit.records import Comparison, RunResult
+from evalkit.records import Comparison, RetrievalRunResult, RunResult
 
 
 def item_json(run: RunResult) -> list[dict[str, Any]]:
@@ -70,3 +70,50 @@ def dumps(document: Any) -> str:
 def documents(envelopes: Sequence[dict[str, Any]]) -> str:
     """One envelope as an object; several as an array."""
     return dumps(envelopes[0] if len(envelopes) == 1 else list(envelopes))
+
+
+def retrieval_json(run: RetrievalRunResult, gate: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The envelope ``evalkit retrieval --format json`` prints (DESIGN 3.2)."""
+    comparison = run.comparison or Comparison("unknown", "Not compared: no store.")
+    items = []
+    for item in run.items:
+        entry: dict[str, Any] = {
+            "id": item.id,
+            "form": item.form,
+            "hard_class": item.hard_class,
+            "top1_hit": item.top1_hit,
+            "top3_hit": item.top3_hit,
+            "retrieved": list(item.retrieved),
+        }
+        if item.error is not None:
+            entry["error"] = item.error
+        items.append(entry)
+    return {
+        "run_id": run.run_id,
+        "set": run.set_id,
+        "kind": run.kind,
+        "grader": run.grader,
+        "retriever": run.retriever,
+        "question_count": run.question_count,
+        "error_count": run.error_count,
+        "top1_hit_rate": run.top1_hit_rate,
+        "top3_hit_rate": run.top3_hit_rate,
+        "by_form": {k: dict(v) for k, v in run.by_form.items()},
+        "by_hard_class": {k: dict(v) for k, v in run.by_hard_class.items()},
+        "metrics": dict(run.metrics),
+        "metrics_questions": run.scored,
+        "metrics_left_out": run.left_out,
+        "provenance": dict(run.provenance),
+        "benchmark_fingerprint": run.benchmark_fingerprint,
+        "variant_fingerprint": run.variant_fingerprint,
+        "tolerances": run.tolerances.as_dict(),
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "items": items,
+        "comparison": comparison.as_dict(),
+        "gate": gate or {"fail_on_regression": False, "passed": True},
+    }
+
+
+def envelope(run: RunResult | RetrievalRunResult, gate: dict[str, Any] | None = None) -> dict[str, Any]:
+    return retrieval_json(run, gate) if isinstance(run, RetrievalRunResult) else run_json(run, gate)

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalkit.records import RunResult
+from evalkit.records import RetrievalRunResult, RunResult
 
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -16,9 +16,12 @@ def _clean(text: str | None) -> str:
     return _INVALID_XML.sub("\ufffd", text or "")
 
 
-def junit_xml(runs: Sequence[RunResult]) -> str:
+def junit_xml(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
     suites = ET.Element("testsuites", name="evalkit")
     for run in runs:
+        if isinstance(run, RetrievalRunResult):
+            _retrieval_suite(suites, run)
+            continue
         seconds = sum((i.latency_ms or 0.0) for i in run.items) / 1000.0
         suite = ET.SubElement(
             suites,
@@ -56,6 +59,34 @@ def junit_xml(runs: Sequence[RunResult]) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_junit(path: Path, runs: Sequence[RunResult]) -> None:
+def _retrieval_suite(suites: ET.Element, run: RetrievalRunResult) -> None:
+    """One testcase per question; it passes on a top-1 hit (the run's pass rate)."""
+    misses = sum(1 for i in run.items if not i.top1_hit and i.error is None)
+    suite = ET.SubElement(
+        suites, "testsuite", name=run.set_id, tests=str(run.question_count), failures=str(misses),
+        errors=str(run.error_count), time=f"{sum(i.latency_ms or 0.0 for i in run.items) / 1000.0:.3f}",
+        timestamp=run.started_at,
+    )  # fmt: skip
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("run_id", run.run_id), ("grader", run.grader), ("retriever", run.retriever)):
+        ET.SubElement(props, "property", name=name, value=_clean(value))
+    for item in run.items:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=run.set_id,
+            name=_clean(item.id),
+            time=f"{(item.latency_ms or 0.0) / 1000.0:.3f}",
+        )
+        if item.error is not None:
+            node = ET.SubElement(case, "error", message=_clean(item.error), type="RetrieverError")
+            node.text = _clean(item.error)
+        elif not item.top1_hit:
+            message = f"top-1 miss ({'top-3 hit' if item.top3_hit else 'top-3 miss'}); retrieved: {', '.join(item.retrieved) or 'nothing'}"
+            node = ET.SubElement(case, "failure", message=_clean(message), type="RetrievalMiss")
+            node.text = _clean(f"{message}\n\nquestion:\n{item.question}")
+
+
+def write_junit(path: Path, runs: Sequence[RunResult | RetrievalRunResult]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(junit_xml(runs), encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evalkit.records import RunResult
+from evalkit.records import RetrievalRunResult, RunResult
 from evalkit.report.render import clip, percent, sparkline
 
 
@@ -61,3 +61,25 @@ def summaries_markdown(rows: Sequence[dict[str, Any]]) -> str:
             f"| {sparkline(r['trend'])} | {verdict} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def retrieval_markdown(run: RetrievalRunResult) -> str:
+    lines = [
+        f"### {run.set_id} · retriever `{run.retriever}` · run `{run.run_id}`",
+        "",
+        f"**Top-1 {percent(run.top1_hit_rate)}** ({run.top1_hits}/{run.question_count}) · "
+        f"top-3 {percent(run.top3_hit_rate)} ({run.top3_hits}/{run.question_count}) · "
+        + " · ".join(f"{k} {v:.3f}" for k, v in run.metrics.items()),
+    ]
+    if run.comparison is not None:
+        lines += ["", f"> {run.comparison.reason}"]
+    lines += ["", "| form / hard class | questions | top-1 | top-3 |", "|---|---:|---:|---:|"]
+    for group, rates in {**run.by_form, **run.by_hard_class}.items():
+        lines.append(
+            f"| {_cell(group)} | {rates['questions']} | {percent(float(rates['top1_hit_rate']))} | {percent(float(rates['top3_hit_rate']))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def any_markdown(run: RunResult | RetrievalRunResult) -> str:
+    return retrieval_markdown(run) if isinstance(run, RetrievalRunResult) else run_markdown(run)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evalkit.records import RunResult
+from evalkit.records import RetrievalRunResult, RunResult
 
 MAX_LISTED = 100
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -150,3 +150,67 @@ def render_summaries(console: Console, rows: Sequence[dict[str, Any]]) -> None:
             Text(verdict, style=verdict_style(r["comparison_state"], r["regressed"])),
         )  # fmt: skip
     console.print(table)
+
+
+def _rates_table(title: str, rows: Mapping[str, Mapping[str, float | int]]) -> Table:
+    table = Table(show_edge=False, header_style="bold", pad_edge=False, title=title, title_justify="left")
+    for name in ("group", "questions", "top-1", "top-3"):
+        table.add_column(name, justify="left" if name == "group" else "right")
+    for group, rates in rows.items():
+        table.add_row(
+            group,
+            str(rates["questions"]),
+            percent(float(rates["top1_hit_rate"])),
+            percent(float(rates["top3_hit_rate"])),
+        )
+    return table
+
+
+def render_retrieval(console: Console, run: RetrievalRunResult, gate: dict[str, Any] | None = None) -> None:
+    console.print(Text.assemble((run.set_id, "bold"), f" · retriever {run.retriever} · run {run.run_id}"))
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for name in ("question", "form", "hard class", "top-1", "top-3", "retrieved"):
+        table.add_column(name, overflow="fold")
+    items = run.items if len(run.items) <= MAX_LISTED else tuple(i for i in run.items if not i.top3_hit)[:MAX_LISTED]
+    for item in items:
+        table.add_row(
+            item.id, item.form, item.hard_class or "—",
+            Text("hit", style="green") if item.top1_hit else Text("miss", style="red"),
+            Text("hit", style="green") if item.top3_hit else Text("miss", style="red"),
+            Text(f"error: {clip(item.error, 120)}", style="magenta") if item.error else ", ".join(item.retrieved) or "(nothing)",
+        )  # fmt: skip
+    console.print(table)
+    if len(items) < len(run.items):
+        console.print(f"[dim]{len(run.items) - len(items)} questions with a top-3 hit not listed[/dim]")
+    console.print(
+        f"Top-1 hit rate {percent(run.top1_hit_rate)} ({run.top1_hits}/{run.question_count}) · "
+        f"top-3 hit rate {percent(run.top3_hit_rate)} ({run.top3_hits}/{run.question_count}) · errors {run.error_count}"
+    )
+    metrics = " · ".join(f"{name} {value:.3f}" for name, value in run.metrics.items())
+    left_out = f"; {run.left_out} without expected ids left out" if run.left_out else ""
+    console.print(f"{metrics} (over {run.scored} questions{left_out})")
+    console.print(_rates_table("By form", run.by_form))
+    if run.by_hard_class:
+        console.print(_rates_table("By hard class", run.by_hard_class))
+    prov = run.provenance
+    console.print(
+        f"[dim]corpus {prov.get('corpus_revision') or 'unknown'} · model {prov.get('model_revision') or 'unknown'} · "
+        f"chunking {prov.get('chunking') or 'unknown'} · pipeline {prov.get('pipeline') or 'unknown'} · "
+        f"benchmark {run.benchmark_fingerprint or 'unknown'}[/dim]"
+    )
+    if run.comparison is not None:
+        console.print(Text(run.comparison.reason, style=verdict_style(run.comparison.state, run.comparison.regressed)))
+    if gate and gate.get("fail_on_regression"):
+        console.print(
+            Text(
+                "Gate: passed" if gate.get("passed") else "Gate: FAILED",
+                style="green" if gate.get("passed") else "bold red",
+            )
+        )
+
+
+def render_any(console: Console, run: RunResult | RetrievalRunResult, gate: dict[str, Any] | None = None) -> None:
+    if isinstance(run, RetrievalRunResult):
+        render_retrieval(console, run, gate)
+    else:
+        render_run(console, run, gate)

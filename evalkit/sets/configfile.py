@@ -129,6 +129,7 @@ def _retriever(raw: dict[str, Any], root: Path) -> RetrieverConfig:
         provenance=dict(raw.get("provenance", {})),
         timeout_s=float(raw.get("timeout_s", 30.0)),
         max_retries=raw.get("max_retries", 4),
+        retry_backoff_s=float(raw.get("retry_backoff_s", 0.5)),
         options=options,
         cwd=root,
     )

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from evalkit.errors import StoreError
 from evalkit.records import Completion, ServingRecord, Usage
@@ -26,15 +27,24 @@ FLUSH_EVERY_S = 5.0
 FLUSH_EVERY_N = 2000
 
 
+CACHE_READ = "select key, response, serving, input_tokens, output_tokens, latency_ms, adapter, raw from cache"
+
+
 def read_entries(store: Store, keys: Iterable[str]) -> dict[str, Completion]:
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return {}
-    rows = store.con.execute(
-        "select key, response, serving, input_tokens, output_tokens, latency_ms, adapter, raw "
-        "from cache where key in (select unnest($1))",
-        [wanted],
-    ).fetchall()
+    rows = store.con.execute(f"{CACHE_READ} where key in (select unnest($1))", [wanted]).fetchall()
+    return _completions(rows)
+
+
+def read_instance_entries(store: Store, provider: str, model: str) -> dict[str, Completion]:
+    """Every entry of one instance and alias (for calls whose keys cannot be known ahead: a judge's)."""
+    rows = store.con.execute(f"{CACHE_READ} where provider = $1 and model = $2", [provider, model]).fetchall()
+    return _completions(rows)
+
+
+def _completions(rows: list[tuple[Any, ...]]) -> dict[str, Completion]:
     found = {}
     for key, response, serving, tokens_in, tokens_out, latency, adapter, raw in rows:
         record = json.loads(serving)
@@ -98,6 +108,15 @@ class StoreCache:
         with Store.open(self.path) as store:
             self._entries.update(read_entries(store, keys))
         return len(self._entries)
+
+    def preload_instance(self, provider: str, model: str) -> int:
+        """Read every entry of one instance and alias in one short transaction."""
+        if not self.path.is_file():
+            return 0
+        with Store.open(self.path) as store:
+            entries = read_instance_entries(store, provider, model)
+        self._entries.update(entries)
+        return len(entries)
 
     def get(self, key: str) -> Completion | None:
         return self._entries.get(key)

@@ -82,6 +82,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        "m002_retrieval_fingerprints",
+        """
+        alter table runs add column benchmark_fingerprint varchar;
+        alter table runs add column variant_fingerprint varchar;
+        """,
+    ),
 )
 
 MIGRATION_TABLE = "evalkit_migrations"

@@ -168,6 +168,13 @@ def resolve_run_id(store: Store, run_id: str) -> str:
     )
 
 
+def run_kind(store: Store, run_id: str) -> tuple[str, str]:
+    """(full run id, kind) for an id or a unique prefix."""
+    full_id = resolve_run_id(store, run_id)
+    row = store.con.execute("select kind from runs where run_id = $1", [full_id]).fetchone()
+    return full_id, str(row[0]) if row else "prompts"
+
+
 def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
     """A stored prompt run (items as stored under its privacy level) and its metrics."""
     full_id = resolve_run_id(store, run_id)

@@ -75,7 +75,9 @@ def test_states_and_exit_codes(cli, project: FakeServer) -> None:
     result, doc = run_json(cli, "--fail-on-regression")
     assert (result.exit_code, doc["comparison"]["regressed"]) == (1, True)
     assert doc["gate"] == {"fail_on_regression": True, "passed": False}
-    assert doc["comparison"]["reason"].startswith("Regression: pass rate dropped 30.0 pp, beyond the tolerance of 10.0 pp")
+    assert doc["comparison"]["reason"].startswith(
+        "Regression: pass rate dropped 30.0 pp, beyond the tolerance of 10.0 pp"
+    )
 
     # Without the flag a regression is reported and the exit is 0 (the regressed run, being
     # verified and error-free, is now the newest baseline of its scope: DESIGN 5.2).
@@ -87,7 +89,10 @@ def test_states_and_exit_codes(cli, project: FakeServer) -> None:
 
 def test_table_states_the_verdict_in_words(cli, project: FakeServer) -> None:
     first = cli("run", "sets/ten.yaml")
-    assert "Recorded as the baseline for gate.ten on fake/alias-1 (reported fake-model-1), graded by deterministic." in first.stdout
+    assert (
+        "Recorded as the baseline for gate.ten on fake/alias-1 (reported fake-model-1), graded by deterministic."
+        in first.stdout
+    )
     project.wrong = {0, 1, 2}
     second = cli("run", "sets/ten.yaml", "--no-cache")
     assert "Regression: pass rate dropped 30.0 pp, beyond the tolerance of 10.0 pp" in second.stdout
@@ -103,7 +108,11 @@ def test_tolerance_option_widens_the_gate(cli, project: FakeServer) -> None:
 
 
 def test_yaml_tolerance_applies_and_cli_wins(cli, project: FakeServer, isolated: Path) -> None:
-    text = (isolated / "sets/ten.yaml").read_text().replace("name: Ten\n", "name: Ten\ntolerances: {max_pass_rate_drop: 0.5, max_mean_score_drop: 0.5}\n")
+    text = (
+        (isolated / "sets/ten.yaml")
+        .read_text()
+        .replace("name: Ten\n", "name: Ten\ntolerances: {max_pass_rate_drop: 0.5, max_mean_score_drop: 0.5}\n")
+    )
     (isolated / "sets/ten.yaml").write_text(text)
     run_json(cli)
     project.wrong = {0, 1, 2}
@@ -121,7 +130,9 @@ REJECTED = ["", "typo", "NAN", "INF", "-INF", "1e309", "-0.0001", "1.0001"]
 
 @pytest.mark.parametrize("option", ["--max-pass-rate-drop", "--max-mean-score-drop"])
 @pytest.mark.parametrize("value", REJECTED)
-def test_rejected_tolerances_call_nothing_and_store_nothing(cli, project: FakeServer, db_file: Path, option: str, value: str) -> None:
+def test_rejected_tolerances_call_nothing_and_store_nothing(
+    cli, project: FakeServer, db_file: Path, option: str, value: str
+) -> None:
     result = cli("run", "sets/ten.yaml", option, value)
     assert result.exit_code == 2
     assert result.stderr.strip() == f"Error: {option}: must be a finite number in 0..1, got {value!r}"

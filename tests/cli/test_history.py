@@ -98,7 +98,9 @@ def test_show_unknown_run(cli, history) -> None:
 
 
 def test_show_of_a_run_printed_by_run_matches(cli, fake_config, fake_llm: FakeServer, write_file) -> None:
-    write_file("sets/s.yaml", "id: show.s\nname: S\nprompts:\n  - {id: a, prompt: hi, assertions: [{contains: echo}]}\n")
+    write_file(
+        "sets/s.yaml", "id: show.s\nname: S\nprompts:\n  - {id: a, prompt: hi, assertions: [{contains: echo}]}\n"
+    )
     printed = json.loads(cli("run", "sets/s.yaml", "--format", "json").stdout)
     shown = json.loads(cli("show", printed["run_id"], "--format", "json").stdout)
     for key in ("run_id", "set", "kind", "grader", "generator", "prompt_count", "passed_count", "error_count",

@@ -100,7 +100,9 @@ def test_missing_model_file_is_one_line_quoting_the_install(isolated: Path) -> N
     write(isolated / "evalkit.yaml", "providers:\n  - {id: cpu, adapter: local, model_path: nowhere/x.gguf}\n")
     result = evalkit("run", SMOKE, cwd=isolated)
     assert result.returncode == 3
-    assert result.stderr.strip().splitlines() == [f"Error: provider 'cpu': model file {isolated / 'nowhere/x.gguf'} not found; check model_path:"]
+    assert result.stderr.strip().splitlines() == [
+        f"Error: provider 'cpu': model file {isolated / 'nowhere/x.gguf'} not found; check model_path:"
+    ]
 
 
 def test_default_model_missing_quotes_the_pip_command(isolated: Path, tmp_path: Path) -> None:
@@ -153,5 +155,5 @@ def test_server_binds_loopback_and_stops_when_closed() -> None:
     address = asyncio.run(one_call())
     assert address.startswith("http://127.0.0.1:")
     host, port = "127.0.0.1", int(address.rsplit(":", 1)[1])
-    with pytest.raises(OSError), socket.create_connection((host, port), timeout=2):
+    with pytest.raises(ConnectionRefusedError), socket.create_connection((host, port), timeout=2):
         pass

@@ -1,0 +1,63 @@
+"""``evalkit retrieval``: run a question set against a retriever; hit rates, breakdowns, provenance."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from evalkit.cli.options import config_option, db_option, format_option, parse_tolerance_option
+from evalkit.cli.run import emit, exit_code
+
+
+@click.command("retrieval")
+@click.argument("target", metavar="SET")
+@click.option(
+    "--retriever", required=True, metavar="ID", help="Retriever id from evalkit.yaml, or the built-in 'lexical'."
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=12,
+    show_default=True,
+    metavar="N",
+    help="Ids asked of the retriever per question.",
+)
+@click.option(
+    "--fail-on-regression", is_flag=True, help="Exit 1 on a regression, a changed benchmark or an unknown one."
+)
+@click.option("--max-top1-drop", metavar="X", help="Tolerated top-1 hit-rate drop, 0..1 (default 0.1 or the set's).")
+@click.option("--max-top3-drop", metavar="X", help="Tolerated top-3 hit-rate drop, 0..1 (default 0.1 or the set's).")
+@db_option
+@config_option
+@format_option("table", "json")
+@click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE.")
+@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
+def retrieval_command(
+    target: str, retriever: str, limit: int, fail_on_regression: bool, max_top1_drop: str | None,
+    max_top3_drop: str | None, db: str | None, config: str | None, fmt: str, output: str | None, junit: str | None,
+) -> None:  # fmt: skip
+    """Measure a retriever on a labelled question set (a file or a set id)."""
+    from evalkit import api
+
+    overrides = {
+        name: value
+        for name, value in (
+            ("max_top1_drop", parse_tolerance_option("--max-top1-drop", max_top1_drop)),
+            ("max_top3_drop", parse_tolerance_option("--max-top3-drop", max_top3_drop)),
+        )
+        if value is not None
+    }
+    cfg = api.load_config(config)
+    plan = api.plan_retrieval(
+        target, cfg, retriever=retriever, limit=limit, db=db, tolerance_overrides=overrides,
+        fail_on_regression=fail_on_regression,
+    )  # fmt: skip
+    for warning in plan.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    run = api.execute_retrieval(plan)
+    emit([run], fail_on_regression, fmt, output, junit)
+    sys.exit(exit_code([run], fail_on_regression))
+
+
+COMMANDS = [retrieval_command]

@@ -1,0 +1,1 @@
+"""Retrieval evaluation: corpora, retrievers (lexical BM25, http, command), metrics, provenance."""

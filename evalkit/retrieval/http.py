@@ -1,0 +1,35 @@
+"""An HTTP retriever: POST ``{"question", "limit"}`` -> ``{"ids": [...], "provenance": {...}?}``.
+
+Calls go through the providers' JSON client and retry policy (408/409/429/5xx, timeouts and
+connection errors retried with backoff; 401/403/404 abort).
+"""
+
+from __future__ import annotations
+
+from evalkit.config import RetrieverConfig
+from evalkit.errors import RetrieverError
+from evalkit.providers.http import JsonClient
+from evalkit.providers.retry import RetryPolicy
+from evalkit.retrieval.base import Ranking
+
+
+class HttpRetriever:
+    def __init__(self, config: RetrieverConfig) -> None:
+        assert config.url is not None
+        self.id = config.id
+        self.client = JsonClient(f"retriever '{config.id}'", config.url, timeout_s=config.timeout_s)
+        self.policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s)
+
+    async def search(self, question: str, limit: int) -> Ranking:
+        async def attempt() -> tuple[dict[str, object], float]:
+            return await self.client.post("", {"question": question, "limit": limit})
+
+        body, latency_ms = await self.policy.run(attempt)
+        ids = body.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise RetrieverError(f"retriever '{self.id}': the response needs \"ids\": a list of strings")
+        provenance = body.get("provenance")
+        return Ranking(tuple(ids), provenance if isinstance(provenance, dict) else {}, latency_ms)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

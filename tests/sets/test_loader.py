@@ -1,0 +1,335 @@
+"""The set loader as a Python API: YAML -> records, and SetError issues located by file:line:col."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from evalkit.errors import Issue, SetError
+from evalkit.records import Assertion, Prompt, PromptSet, Question, QuestionSet, RetrievalTolerances, Tolerances
+from evalkit.sets import load_set
+from tests.conftest import REPO
+
+VALID = REPO / "tests" / "data" / "valid"
+INVALID = REPO / "tests" / "data" / "invalid"
+
+
+def test_full_prompt_set_loads_into_the_expected_record() -> None:
+    path = VALID / "full_prompt_set.yaml"
+    loaded = load_set(path)
+    assert loaded == PromptSet(
+        id="valid.full",
+        name="Every prompt-set feature",
+        description="Checks FAQ answers.",
+        system="You are concise.",
+        params={"temperature": 0, "max_tokens": 256},
+        tolerances=Tolerances(max_pass_rate_drop=Decimal("0.05"), max_mean_score_drop=Decimal("0")),
+        path=path,
+        prompts=(
+            Prompt(
+                id="opening-hours",
+                prompt="When is the office open? Answer with the days.",
+                system="Answer in English.",
+                assertions=(Assertion("contains", "Monday"), Assertion("regex", "/9(:00)?\\s*(am|–|-)/i")),
+                reference="Monday to Friday, 9am to 5pm.",
+            ),
+            Prompt(
+                id="contact-json",
+                prompt='Return the contact as JSON with an "email" field.',
+                assertions=(
+                    Assertion(
+                        "json_schema",
+                        {"type": "object", "required": ["email"], "properties": {"email": {"type": "string"}}},
+                    ),
+                    Assertion("json_schema", '{"type": "object", "maxProperties": 3}'),
+                ),
+            ),
+            Prompt(
+                id="sunday",
+                prompt="Is the office open on Sundays? Answer yes or no only.",
+                system="",
+                params={"max_tokens": 5},
+                assertions=(Assertion("exact", "no"), Assertion("regex", "^\\s*no\\b")),
+            ),
+            Prompt(
+                id="überblick",
+                prompt="Fasse die Öffnungszeiten zusammen. 日本語でも。\n",
+                reference="Montag bis Freitag, 9–17 Uhr.",
+            ),
+        ),
+    )
+    assert isinstance(loaded, PromptSet)
+    opening, contact, sunday, overview = loaded.prompts
+    assert loaded.system_for(opening) == "Answer in English."
+    assert loaded.system_for(contact) == "You are concise."
+    assert loaded.system_for(sunday) is None  # "" means no system prompt at all
+    assert loaded.params_for(sunday) == {"temperature": 0, "max_tokens": 5}
+    assert loaded.params_for(overview) == {"temperature": 0, "max_tokens": 256}
+
+
+def test_assertions_are_compiled_at_load_time() -> None:
+    loaded = load_set(VALID / "full_prompt_set.yaml")
+    assert isinstance(loaded, PromptSet)
+    regex = loaded.prompts[0].assertions[1].compiled
+    assert regex.pattern.search("open 9 AM to 5") is not None  # the /i flag took effect
+    assert regex.pattern.search("open 10am") is None
+    schema, as_string = (a.compiled for a in loaded.prompts[1].assertions)
+    assert schema.is_valid({"email": "a@b.c"})
+    assert not schema.is_valid({"mail": "a@b.c"})
+    assert as_string.is_valid({"a": 1})
+    assert not as_string.is_valid({"a": 1, "b": 2, "c": 3, "d": 4})
+    bare = loaded.prompts[2].assertions[1].compiled
+    assert bare.pattern.search("  no.") is not None
+    assert bare.pattern.search("No") is None  # no flags: case-sensitive
+
+
+def test_question_set_loads_with_corpus_relative_to_the_file() -> None:
+    path = VALID / "question_set.yaml"
+    assert load_set(path) == QuestionSet(
+        id="valid.docs",
+        name="Docs retrieval",
+        description="Labelled questions over the docs corpus.",
+        path=path,
+        corpus=VALID / "../corpus/docs.jsonl",
+        corpus_line=5,
+        tolerances=RetrievalTolerances(max_top1_drop=Decimal("0.2"), max_top3_drop=Decimal("1")),
+        questions=(
+            Question(
+                id="dialogforum-termin",
+                question="Wann findet das Dialogforum statt?",
+                form="match",
+                expected=("234_0", "309_0"),
+                hard_class="near-duplicate",
+                answer_gist="The forum is on 12 May.",
+            ),
+            Question(id="nothing-answers", question="Who won the 1930 world cup?", form="gap", expected=()),
+        ),
+    )
+
+
+def test_tolerances_default_to_one_tenth(write_file) -> None:
+    path = write_file(
+        "plain.yaml",
+        """
+        id: plain
+        name: Plain
+        prompts: [{id: a, prompt: Hi, assertions: [{contains: hi}]}]
+        """,
+    )
+    loaded = load_set(path)
+    assert isinstance(loaded, PromptSet)
+    assert loaded.tolerances == Tolerances(Decimal("0.1"), Decimal("0.1"))
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [("0", Decimal(0)), ("-0.0", Decimal(0)), ("0.5", Decimal("0.5")), ("5e-1", Decimal("0.5")), ("1", Decimal(1))],
+)
+def test_tolerance_edge_values_are_accepted(write_file, written: str, expected: Decimal) -> None:
+    path = write_file(
+        "tol.yaml",
+        f"""
+        id: tol
+        name: Tolerances
+        tolerances: {{max_pass_rate_drop: {written}, max_mean_score_drop: {written}}}
+        prompts: [{{id: a, prompt: Hi, assertions: [{{contains: hi}}]}}]
+        """,
+    )
+    loaded = load_set(path)
+    assert isinstance(loaded, PromptSet)
+    assert loaded.tolerances.max_pass_rate_drop == expected
+    assert loaded.tolerances.max_mean_score_drop == expected
+    assert not loaded.tolerances.max_pass_rate_drop.is_signed()
+
+
+def test_set_error_carries_located_issues() -> None:
+    with pytest.raises(SetError) as caught:
+        load_set(INVALID / "unknown_assertion_type.yaml")
+    assert caught.value.issues == [
+        Issue(
+            str(INVALID / "unknown_assertion_type.yaml"),
+            7,
+            9,
+            "prompts[0].assertions[0]",
+            "unknown assertion type 'containz' (expected one of: contains, exact, json_schema, regex); "
+            "did you mean 'contains'?",
+        )
+    ]
+    assert caught.value.exit_code == 2
+
+
+def test_set_error_message_counts_the_other_issues(write_file) -> None:
+    path = write_file(
+        "two.yaml",
+        """
+        id: two
+        name: ""
+        prompts: []
+        """,
+    )
+    with pytest.raises(SetError) as caught:
+        load_set(path)
+    assert [(i.line, i.col, i.path, i.message) for i in caught.value.issues] == [
+        (2, 7, "name", "must not be empty"),
+        (3, 10, "prompts", "must have at least 1 item"),
+    ]
+    assert str(caught.value) == (
+        f"{path}:2:7: name: must not be empty (and 1 more; run `evalkit validate` to list them)"
+    )
+
+
+def test_missing_file_is_a_set_error() -> None:
+    with pytest.raises(SetError) as caught:
+        load_set("nope.yaml")
+    assert str(caught.value) == "nope.yaml: file not found; check the path"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b"id: x.y\r\nname: n\r\nprompts:\r\n  - id: a\r\n    prompt: p\r\n    assertions:\r\n", id="crlf"),
+        pytest.param(b"\xef\xbb\xbfid: x.y\nname: n\nprompts:\n  - id: a\n    prompt: p\n    assertions:\n", id="bom"),
+    ],
+)
+def test_positions_survive_crlf_and_bom(isolated: Path, content: bytes) -> None:
+    path = isolated / "set.yaml"
+    path.write_bytes(content + b"      - containz: x\n")
+    with pytest.raises(SetError) as caught:
+        load_set(path)
+    assert [(i.line, i.col, i.path) for i in caught.value.issues] == [(7, 9, "prompts[0].assertions[0]")]
+
+
+def test_anchors_and_merge_keys_share_assertions(write_file) -> None:
+    path = write_file(
+        "shared.yml",
+        """
+        id: shared
+        name: Shared assertions
+        prompts:
+          - id: a
+            prompt: First
+            assertions: &common
+              - contains: x
+              - regex: /y/i
+          - id: b
+            <<: {prompt: Merged}
+            assertions: *common
+        """,
+    )
+    loaded = load_set(path)
+    assert isinstance(loaded, PromptSet)
+    first, second = loaded.prompts
+    assert second.prompt == "Merged"
+    assert first.assertions == second.assertions == (Assertion("contains", "x"), Assertion("regex", "/y/i"))
+    assert second.assertions[1].compiled.pattern.search("Y") is not None
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['!!python/object/apply:os.system ["touch pwned"]', "!!python/object/apply:os.system touch pwned"],
+    ids=["sequence", "scalar"],
+)
+def test_python_tags_are_never_executed(isolated: Path, write_file, value: str) -> None:
+    path = write_file(
+        "evil.yaml",
+        f"""
+        id: evil
+        name: Evil
+        prompts:
+          - id: a
+            prompt: {value}
+            assertions: [{{contains: x}}]
+        """,
+    )
+    with pytest.raises(SetError) as caught:
+        load_set(path)
+    assert [(i.line, i.col, i.path) for i in caught.value.issues] == [(5, 13, "prompts[0].prompt")]
+    assert not (isolated / "pwned").exists()
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a tag on a sequence or mapping is silently dropped, not rejected")
+def test_tags_on_collections_are_rejected(write_file) -> None:
+    path = write_file(
+        "tagged.yaml",
+        """
+        id: tagged
+        name: Tagged collection
+        params: !env {temperature: 0}
+        prompts:
+          - {id: a, prompt: Hi, assertions: [{contains: hi}]}
+        """,
+    )
+    with pytest.raises(SetError) as caught:
+        load_set(path)
+    assert [(i.line, i.col, i.path) for i in caught.value.issues] == [(3, 9, "params")]
+    assert caught.value.issues[0].message == "unsupported YAML tag !env; remove the tag"
+
+
+def test_empty_reference_is_fine_next_to_assertions(write_file) -> None:
+    path = write_file(
+        "ref.yaml",
+        """
+        id: ref
+        name: Ref
+        prompts:
+          - {id: a, prompt: Hi, reference: "", assertions: [{exact: ""}]}
+        """,
+    )
+    loaded = load_set(path)
+    assert isinstance(loaded, PromptSet)
+    assert loaded.prompts[0] == Prompt(id="a", prompt="Hi", reference="", assertions=(Assertion("exact", ""),))
+
+
+@pytest.mark.xfail(
+    strict=True, reason="BUG: a %YAML directive crashes parse_document with IndexError (doc_infos empty)"
+)
+def test_yaml_version_directive_is_accepted(write_file) -> None:
+    path = write_file(
+        "directive.yaml",
+        """
+        %YAML 1.2
+        ---
+        id: directive
+        name: With a directive
+        prompts: [{id: a, prompt: Hi, assertions: [{contains: hi}]}]
+        """,
+    )
+    assert load_set(path).id == "directive"
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: the core !!str tag is rejected as an unsupported tag")
+def test_str_tag_forces_a_string(write_file) -> None:
+    path = write_file(
+        "str.yaml",
+        """
+        id: strtag
+        name: A number that must stay a string
+        prompts:
+          - id: a
+            prompt: What is 6 times 7?
+            assertions: [{exact: !!str 42}]
+        """,
+    )
+    loaded = load_set(path)
+    assert isinstance(loaded, PromptSet)
+    assert loaded.prompts[0].assertions == (Assertion("exact", "42"),)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a prompt without id and assertions is called prompt 'None' in the message")
+def test_prompt_without_id_is_not_called_none(write_file) -> None:
+    path = write_file(
+        "noid.yaml",
+        """
+        id: noid
+        name: No id
+        prompts:
+          - prompt: Hi
+        """,
+    )
+    with pytest.raises(SetError) as caught:
+        load_set(path)
+    messages = [issue.message for issue in caught.value.issues]
+    assert "missing required key 'id'" in messages
+    assert all("'None'" not in message for message in messages)
