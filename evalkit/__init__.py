@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-__all__ = ["__version__", "load_config", "load_set", "run_set"]
+from evalkit._version import __version__
+
+__all__ = ["__version__", "load_config", "load_set", "rank_models", "run_set", "select_by_quality"]
 
 
 def __getattr__(name: str) -> Any:

@@ -8,11 +8,19 @@ tolerance of 0.1 accepts, and an identical re-run of 2/3 is a drop of exactly 0.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from evalkit.records import Comparison, RetrievalRunResult, RetrievalTolerances, RunResult, Tolerances
+from evalkit import stats
+from evalkit.records import (
+    Comparison,
+    PairedTest,
+    RetrievalRunResult,
+    RetrievalTolerances,
+    RunResult,
+    Tolerances,
+)
 
 QUANTUM = Decimal("1e-12")
 COMPARABLE_PREFIXES = ("deterministic", "decision:", "retrieval_hit_rate")
@@ -56,9 +64,11 @@ def describe_scope(run: RunResult) -> str:
 def not_comparable_reason(run: RunResult) -> str | None:
     """Why this run can be neither compared nor used as a baseline; None when it can."""
     if run.error_count:
-        return f"{run.error_count} of {run.prompt_count} items errored; a run with errors is stored but not compared"
+        return f"{run.error_count} of {run.sample_count} items errored; a run with errors is stored but not compared"
     if run.generator is None:
         return "no single verified serving generator: " + generator_problem(run)
+    if run.grader.startswith("decision:") and run.grader.endswith("?:v1"):
+        return "the judge reported no model, so its yardstick cannot be verified"
     if not comparable_grader(run.grader):
         if run.grader == "decision:failed":
             return "every decision failed, so the run has no yardstick"
@@ -84,14 +94,49 @@ def pp(delta: Decimal) -> str:
     return f"{float(delta) * 100:+.1f} pp"
 
 
-def compare_run(run: RunResult, baseline: BaselineRun | None, tolerances: Tolerances) -> Comparison:
-    """The verdict for a prompt run against its baseline (None: this run becomes the baseline)."""
+def compare_run(
+    run: RunResult,
+    baseline: BaselineRun | None,
+    tolerances: Tolerances,
+    paired: PairedTest | None = None,
+    significance: float | None = None,
+) -> Comparison:
+    """The verdict for a prompt run against its baseline (None: this run becomes the baseline).
+
+    With ``significance``, a drop beyond the tolerance is a regression only when the paired test
+    (``paired``) also finds it significant at that level; an insignificant drop is reported as such.
+    """
+    verdict = _tolerance_verdict(run, baseline, tolerances)
+    if verdict.state != "compared" or (paired is None and significance is None):
+        return verdict
+    verdict = replace(verdict, paired=paired, significance=significance)
+    if paired is not None:
+        verdict = replace(
+            verdict, reason=f"{verdict.reason} Paired test over {paired.paired} items: {paired.describe()}."
+        )
+    if significance is None or not verdict.regressed:
+        return verdict
+    if paired is None:
+        return replace(
+            verdict, reason=f"{verdict.reason} (No item rows to pair with the baseline: significance not tested.)"
+        )
+    if paired.p_value >= significance:
+        return replace(
+            verdict,
+            regressed=False,
+            reason=verdict.reason.replace("Regression:", "Drop not significant:", 1)
+            + f" Not a regression at significance {significance:g} (p = {format_p(paired.p_value)}).",
+        )
+    return replace(verdict, reason=f"{verdict.reason} Significant at {significance:g}.")
+
+
+def _tolerance_verdict(run: RunResult, baseline: BaselineRun | None, tolerances: Tolerances) -> Comparison:
     reason = not_comparable_reason(run)
     if reason is not None:
         return Comparison("not_compared", f"Not compared: {reason}.")
     if baseline is None:
         return Comparison("baseline", f"Recorded as the baseline for {describe_scope(run)}.")
-    pass_delta = exact_ratio(run.passed_count, run.prompt_count) - exact_ratio(
+    pass_delta = exact_ratio(run.passed_count, run.sample_count) - exact_ratio(
         baseline.passed_count, baseline.item_count
     )
     score_delta = exact_rate(run.mean_score) - exact_rate(baseline.mean_score)
@@ -207,3 +252,57 @@ def compare_retrieval(
         mean_score_delta=float(top3),
         treatment_changed=previous.variant_fingerprint != run.variant_fingerprint,
     )
+
+
+def per_item(samples: Iterable[tuple[str, bool, float]]) -> dict[str, tuple[float, float]]:
+    """item id -> (fraction of samples passed, mean score): repeats collapse to one outcome."""
+    grouped: dict[str, list[tuple[bool, float]]] = {}
+    for item_id, passed, value in samples:
+        grouped.setdefault(item_id, []).append((passed, value))
+    return {
+        item_id: (sum(p for p, _ in rows) / len(rows), sum(v for _, v in rows) / len(rows))
+        for item_id, rows in grouped.items()
+    }
+
+
+def paired_test(
+    first: Iterable[tuple[str, bool, float]], second: Iterable[tuple[str, bool, float]], seed: int = stats.DEFAULT_SEED
+) -> PairedTest:
+    """Pair two runs' items by id; test the pass-rate change and bound both deltas.
+
+    One sample per item: exact McNemar on the pass/fail flips. Repeated samples: a sign-flip
+    permutation test on the per-item pass-rate differences. The 95% intervals are a seeded
+    paired bootstrap over items.
+    """
+    a, b = per_item(first), per_item(second)
+    common = [i for i in a if i in b]
+    pass_diff = [b[i][0] - a[i][0] for i in common]
+    score_diff = [b[i][1] - a[i][1] for i in common]
+    binary = all(a[i][0] in (0.0, 1.0) and b[i][0] in (0.0, 1.0) for i in common)
+    if binary:
+        lost, gained, p_value = stats.mcnemar_exact([a[i][0] == 1.0 for i in common], [b[i][0] == 1.0 for i in common])
+        test = "McNemar exact"
+    else:
+        lost = sum(1 for d in pass_diff if d < 0)
+        gained = sum(1 for d in pass_diff if d > 0)
+        p_value, test = stats.sign_flip_p(pass_diff, seed), "sign-flip permutation"
+    n = len(common)
+    pass_ci = stats.bootstrap_mean_ci(pass_diff, seed=seed)
+    score_ci = stats.bootstrap_mean_ci(score_diff, seed=seed)
+    return PairedTest(
+        paired=n,
+        only_first=len(a) - n,
+        only_second=len(b) - n,
+        pass_rate_delta=sum(pass_diff) / n if n else 0.0,
+        mean_score_delta=sum(score_diff) / n if n else 0.0,
+        pass_rate_ci=(pass_ci.low, pass_ci.high),
+        mean_score_ci=(score_ci.low, score_ci.high),
+        p_value=p_value,
+        test=test,
+        lost=lost,
+        gained=gained,
+    )
+
+
+def format_p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"

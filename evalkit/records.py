@@ -253,10 +253,49 @@ class ItemResult:
     yardstick: str | None = None
     grader_usage: Usage = Usage()
     cached: bool = False
+    repeat: int = 0  # which sample of the prompt (run --repeat N)
 
     @property
     def errored(self) -> bool:
         return self.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PairedTest:
+    """A paired comparison of two runs over the items present in both."""
+
+    paired: int
+    only_first: int
+    only_second: int
+    pass_rate_delta: float  # second - first, over the paired items
+    mean_score_delta: float
+    pass_rate_ci: tuple[float, float]
+    mean_score_ci: tuple[float, float]
+    p_value: float
+    test: str  # "McNemar exact" | "sign-flip permutation"
+    lost: int = 0  # items that passed in the first and fail in the second
+    gained: int = 0
+
+    def describe(self) -> str:
+        """``pass rate -12.0 pp (95% CI -20.1 … -3.9), p = 0.008``."""
+        low, high = self.pass_rate_ci
+        p = "< 0.001" if self.p_value < 0.001 else f"{self.p_value:.3f}"
+        return f"pass rate {self.pass_rate_delta * 100:+.1f} pp (95% CI {low * 100:+.1f} … {high * 100:+.1f}), p = {p}"
+
+    def as_dict(self) -> dict[str, JsonValue]:
+        return {
+            "paired_items": self.paired,
+            "only_in_first": self.only_first,
+            "only_in_second": self.only_second,
+            "pass_rate_delta": self.pass_rate_delta,
+            "pass_rate_ci95": list(self.pass_rate_ci),
+            "mean_score_delta": self.mean_score_delta,
+            "mean_score_ci95": list(self.mean_score_ci),
+            "p_value": self.p_value,
+            "test": self.test,
+            "pass_to_fail": self.lost,
+            "fail_to_pass": self.gained,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +309,8 @@ class Comparison:
     pass_rate_delta: float | None = None
     mean_score_delta: float | None = None
     treatment_changed: bool | None = None
+    paired: PairedTest | None = None  # the paired test against the baseline, when one was run
+    significance: float | None = None  # --significance ALPHA, when given
 
     def as_dict(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
@@ -282,6 +323,10 @@ class Comparison:
         }
         if self.treatment_changed is not None:
             out["treatment_changed"] = self.treatment_changed
+        if self.paired is not None:
+            out["paired_test"] = self.paired.as_dict()
+        if self.significance is not None:
+            out["significance"] = self.significance
         return out
 
 
@@ -345,6 +390,7 @@ class RunResult:
     grader_usage: Usage = Usage()
     cost: float | None = None
     grader_cost: float | None = None
+    repeats: int = 1
     kind: Literal["prompts"] = "prompts"
 
     @classmethod
@@ -364,8 +410,13 @@ class RunResult:
         )
 
     @property
-    def prompt_count(self) -> int:
+    def sample_count(self) -> int:
+        """Answers graded: prompts x repeats."""
         return self.totals.item_count
+
+    @property
+    def prompt_count(self) -> int:
+        return self.totals.item_count // max(1, self.repeats)
 
     @property
     def passed_count(self) -> int:

@@ -173,24 +173,32 @@ async def run_items(
     grader: Grader,
     concurrency: int,
     progress: Progress | None = None,
+    repeats: int = 1,
 ) -> list[ItemResult]:
-    """Every prompt of the set, called and graded, in set order."""
+    """Every prompt of the set (``repeats`` samples each), called and graded, in set order."""
     prompts = prompt_set.prompts
-    results: list[ItemResult | None] = [None] * len(prompts)
-    queue: Iterator[int] = iter(range(len(prompts)))
+    total = len(prompts) * repeats
+    results: list[ItemResult | None] = [None] * total
+    queue: Iterator[int] = iter(range(total))
 
     async def worker() -> None:
         for index in queue:
-            prompt = prompts[index]
+            prompt, repeat = prompts[index // repeats], index % repeats
             request = build_request(prompt_set, prompt, alias)
             result = await run_one(
-                prompt_set, prompt=prompt, request=request, caller=caller, instance_id=instance_id, grader=grader
+                prompt_set,
+                prompt=prompt,
+                request=request,
+                caller=caller,
+                instance_id=instance_id,
+                grader=grader,
+                repeat=repeat,
             )
             results[index] = result
             if progress is not None:
                 progress(result)
 
-    workers = max(1, min(concurrency, len(prompts)))
+    workers = max(1, min(concurrency, total))
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
@@ -223,10 +231,13 @@ async def run_one(
     caller: Caller,
     instance_id: str,
     grader: Grader,
+    repeat: int = 0,
 ) -> ItemResult:
-    base = ItemResult(id=prompt.id, passed=False, score=0.0, reason="", prompt=prompt.prompt, system=request.system)
+    base = ItemResult(
+        id=prompt.id, passed=False, score=0.0, reason="", prompt=prompt.prompt, system=request.system, repeat=repeat
+    )
     try:
-        completion = await caller.complete(instance_id, request)
+        completion = await caller.complete(instance_id, request, repeat)
     except ProviderRefused:
         raise
     except ProviderError as exc:
@@ -283,6 +294,7 @@ async def run_prompt_set(
     tolerances: Tolerances | None = None,
     progress: Progress | None = None,
     grader_cost: Cost | None = None,
+    repeats: int = 1,
 ) -> RunResult:
     """Run one set on one provider instance; nothing is stored here."""
     sent_alias = alias or default_alias(provider)
@@ -296,6 +308,7 @@ async def run_prompt_set(
         grader=grader,
         concurrency=concurrency,
         progress=progress,
+        repeats=repeats,
     )
     return RunResult.create(
         tuple(items),
@@ -313,6 +326,7 @@ async def run_prompt_set(
         adapter=provider.adapter,
         cost=run_cost(items, provider.cost),
         grader_cost=grader_cost.of(*_judge_tokens(items)) if grader_cost else None,
+        repeats=repeats,
     )
 
 

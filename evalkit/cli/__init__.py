@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from evalkit import __version__
+from evalkit._version import __version__
 from evalkit.errors import EvalkitError
 
 
@@ -35,9 +35,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from evalkit.cli import history, init, retrieval, run, validate
+    from evalkit.cli import compare, history, init, models, retrieval, run, validate
 
-    for module in (run, retrieval, validate, history, init):
+    for module in (run, retrieval, validate, history, compare, models, init):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -23,7 +23,10 @@ from evalkit.cli.options import (
 
 @click.command("run")
 @click.argument("targets", nargs=-1, required=True, metavar="SET...")
-@click.option("--provider", metavar="ID", help="Provider instance from evalkit.yaml (default: default_provider).")
+@click.option(
+    "--provider", "providers", multiple=True, metavar="ID",
+    help="Provider instance from evalkit.yaml (default: default_provider); repeat it to compare several side by side.",
+)  # fmt: skip
 @click.option("--model", metavar="ALIAS", help="Model alias to send (overrides the instance's model).")
 @click.option("--grader", default="deterministic", show_default=True, help="deterministic | decision.")
 @click.option("--judge", metavar="ID", help="Provider instance of the decision grader (default: decision.provider).")
@@ -37,6 +40,13 @@ from evalkit.cli.options import (
     help="Calls in flight (default: the instance's max_concurrency).",
 )
 @click.option("--no-cache", is_flag=True, help="Do not replay cached completions (fresh answers are still cached).")
+@click.option(
+    "--repeat", "repeats", type=click.IntRange(min=1), default=1, metavar="N", help="Sample each prompt N times."
+)
+@click.option(
+    "--significance", type=float, metavar="ALPHA",
+    help="With --fail-on-regression, fail only on a drop beyond the tolerance that is also significant at ALPHA.",
+)  # fmt: skip
 @db_option
 @config_option
 @format_option("table", "json")
@@ -44,7 +54,7 @@ from evalkit.cli.options import (
 @click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
 def run_command(
     targets: tuple[str, ...],
-    provider: str | None,
+    providers: tuple[str, ...],
     model: str | None,
     grader: str,
     judge: str | None,
@@ -53,6 +63,8 @@ def run_command(
     max_mean_score_drop: str | None,
     concurrency: int | None,
     no_cache: bool,
+    repeats: int,
+    significance: float | None,
     db: str | None,
     config: str | None,
     fmt: str,
@@ -74,12 +86,13 @@ def run_command(
     cfg = api.load_config(config)
     sets = api.load_prompt_sets(targets, cfg)
     plan = api.plan_run(
-        sets, cfg, provider=provider, model=model, grader=grader_name, judge=judge, db=db,
+        sets, cfg, provider=providers or None, model=model, grader=grader_name, judge=judge, db=db,
         use_cache=not no_cache, concurrency=concurrency, tolerance_overrides=overrides,
-        fail_on_regression=fail_on_regression,
+        fail_on_regression=fail_on_regression, repeats=repeats, significance=significance,
     )  # fmt: skip
     announce(plan)
-    with progress_reporter(sum(len(s.prompts) for s in plan.sets)) as (on_item, on_start):
+    total = sum(len(s.prompts) for s in plan.sets) * plan.repeats * len(plan.targets)
+    with progress_reporter(total) as (on_item, on_start):
         runs = api.execute_plan(plan, progress=on_item, on_start=on_start)
     emit(runs, plan.fail_on_regression, fmt, output, junit)
     sys.exit(exit_code(runs, plan.fail_on_regression))
@@ -131,13 +144,16 @@ def emit(runs: Sequence[Any], fail_on_regression: bool, fmt: str, output: str | 
     if fmt == "json":
         click.echo(documents(envelopes))
     else:
-        from evalkit.report.render import render_any
+        from evalkit.report.render import render_any, render_matrix
 
         console = stdout_console()
+        side_by_side = len({r.set_id for r in runs}) < len(runs)
+        if side_by_side:
+            render_matrix(console, runs)
         for index, (run, gate) in enumerate(zip(runs, gates, strict=True)):
-            if index:
+            if index and not side_by_side:
                 console.print()
-            render_any(console, run, gate)
+            render_any(console, run, gate, compact=side_by_side)
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(documents(envelopes) + "\n", encoding="utf-8")

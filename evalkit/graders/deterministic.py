@@ -66,7 +66,12 @@ def check_json_schema(validator: Any, response: str) -> AssertionResult:
         return AssertionResult("json_schema", False, f"json_schema: response is not JSON ({reason})")
     except RecursionError:
         return AssertionResult("json_schema", False, "json_schema: response is not JSON (nested too deeply)")
-    error = next(iter(validator.iter_errors(document)), None)
+    from referencing.exceptions import Unresolvable
+
+    try:
+        error = next(iter(validator.iter_errors(document)), None)
+    except Unresolvable as exc:
+        return AssertionResult("json_schema", False, f"json_schema: the schema cannot be applied ({exc})")
     if error is None:
         return AssertionResult("json_schema", True)
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)

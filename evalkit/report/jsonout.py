@@ -25,6 +25,8 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
             entry["response"] = item.response
         if item.cached:
             entry["cached"] = True
+        if run.repeats > 1:
+            entry["repeat"] = item.repeat
         items.append(entry)
     return items
 
@@ -54,13 +56,20 @@ def run_json(run: RunResult, gate: dict[str, Any] | None = None) -> dict[str, An
             "output_tokens": run.grader_usage.output_tokens,
         },
         "cost": run.cost,
+        "grader_cost": run.grader_cost,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "tolerances": run.tolerances.as_dict(),
         "items": item_json(run),
         "comparison": comparison.as_dict(),
         "gate": gate or {"fail_on_regression": False, "passed": True},
-    }
+    } | (_repeats(run) if run.repeats > 1 else {})
+
+
+def _repeats(run: RunResult) -> dict[str, Any]:
+    from evalkit.report.summary import repeat_summary
+
+    return {"sample_count": run.sample_count, **repeat_summary(run).as_dict()}
 
 
 def dumps(document: Any) -> str:

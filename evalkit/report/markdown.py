@@ -25,7 +25,7 @@ def run_markdown(run: RunResult) -> str:
         "",
         f"{served} · grader `{run.grader}`",
         "",
-        f"**Pass rate {percent(run.pass_rate)}** ({run.passed_count}/{run.prompt_count}) · mean score {run.mean_score:.3f} · errors {run.error_count}",
+        f"**Pass rate {percent(run.pass_rate)}** ({run.passed_count}/{run.sample_count}) · mean score {run.mean_score:.3f} · errors {run.error_count}",
     ]
     if run.comparison is not None:
         lines += ["", f"> {run.comparison.reason}"]
@@ -83,3 +83,23 @@ def retrieval_markdown(run: RetrievalRunResult) -> str:
 
 def any_markdown(run: RunResult | RetrievalRunResult) -> str:
     return retrieval_markdown(run) if isinstance(run, RetrievalRunResult) else run_markdown(run)
+
+
+def comparison_markdown(result: Any) -> str:
+    from evalkit.report.render import comparison_lines
+
+    first, second = result.first, result.second
+    lines = [
+        f"### Compare `{first['run_id']}` -> `{second['run_id']}`",
+        "",
+        f"{first['set_id']}: {_cell(first['provider'] + '/' + first['model'])} -> {_cell(second['provider'] + '/' + second['model'])}",
+        "",
+        *[f"- {line}" for line in comparison_lines(result)],
+    ]
+    if result.flips:
+        lines += ["", "| item | first | second | score delta |", "|---|---|---|---:|"]
+        for flip in result.flips:
+            lines.append(
+                f"| {_cell(flip.id)} | {percent(flip.first_pass_rate)} | {percent(flip.second_pass_rate)} | {flip.second_score - flip.first_score:+.3f} |"
+            )
+    return "\n".join(lines) + "\n"

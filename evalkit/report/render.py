@@ -76,7 +76,29 @@ def _item_table(run: RunResult) -> tuple[Table, int]:
     return table, hidden
 
 
-def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = None) -> None:
+def _repeat_table(run: RunResult) -> Table:
+    from evalkit.report.summary import prompt_outcomes
+
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for name in ("prompt", f"pass@{run.repeats}", f"pass^{run.repeats}", "passed", "flaky", "mean score", "a failure"):
+        table.add_column(name, justify="right" if name in ("passed", "mean score") else "left", overflow="fold")
+    outcomes = prompt_outcomes(run)
+    shown = outcomes if len(outcomes) <= MAX_LISTED else [o for o in outcomes if not o.pass_all][:MAX_LISTED]
+    for outcome in shown:
+        failing = next((s for s in outcome.samples if not s.passed), None)
+        table.add_row(
+            outcome.id,
+            Text("yes", style="green") if outcome.pass_at_n else Text("no", style="red"),
+            Text("yes", style="green") if outcome.pass_all else Text("no", style="red"),
+            f"{outcome.passed}/{len(outcome.samples)}",
+            Text("flaky", style="yellow") if outcome.flaky else "",
+            f"{outcome.mean_score:.2f}",
+            clip(failing.reason, 120) if failing else "",
+        )
+    return table
+
+
+def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = None, *, compact: bool = False) -> None:
     gen = run.generator
     served = (
         f"{gen.provider}/{gen.model} (reported {gen.reported_model})"
@@ -84,13 +106,15 @@ def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = N
         else f"{run.provider}/{run.model} (model unknown)"
     )
     console.print(Text.assemble((run.set_id, "bold"), f" · {served} · grader {run.grader} · run {run.run_id}"))
-    if run.items:
+    if run.items and not compact and run.repeats > 1:
+        console.print(_repeat_table(run))
+    elif run.items and not compact:
         table, hidden = _item_table(run)
         console.print(table)
         if hidden:
             console.print(f"[dim]{hidden} passing item{'s' if hidden != 1 else ''} not listed[/dim]")
     summary = (
-        f"Pass rate {percent(run.pass_rate)} ({run.passed_count}/{run.prompt_count}) · "
+        f"Pass rate {percent(run.pass_rate)} ({run.passed_count}/{run.sample_count}) · "
         f"mean score {run.mean_score:.3f} · errors {run.error_count}"
     )
     if run.usage.total:
@@ -99,7 +123,19 @@ def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = N
         summary += f" · judge tokens {run.grader_usage.input_tokens:,} in / {run.grader_usage.output_tokens:,} out"
     if run.cost is not None:
         summary += f" · cost ${run.cost:.4f}"
+    if run.grader_cost is not None:
+        summary += f" · judge cost ${run.grader_cost:.4f}"
     console.print(summary)
+    if run.repeats > 1 and run.items:
+        from evalkit.report.summary import repeat_summary
+
+        rs = repeat_summary(run)
+        low, high = rs.pass_rate_ci
+        console.print(
+            f"Over {run.repeats} repeats: pass rate {percent(run.pass_rate)} (95% CI {percent(low)} … {percent(high)}) · "
+            f"pass@{run.repeats} {percent(rs.pass_at_n_rate)} · pass^{run.repeats} {percent(rs.pass_all_rate)} · "
+            f"flaky prompts {rs.flaky}"
+        )
     if run.comparison is not None:
         console.print(Text(run.comparison.reason, style=verdict_style(run.comparison.state, run.comparison.regressed)))
     if gate and gate.get("fail_on_regression"):
@@ -209,8 +245,115 @@ def render_retrieval(console: Console, run: RetrievalRunResult, gate: dict[str, 
         )
 
 
-def render_any(console: Console, run: RunResult | RetrievalRunResult, gate: dict[str, Any] | None = None) -> None:
+def render_any(
+    console: Console, run: RunResult | RetrievalRunResult, gate: dict[str, Any] | None = None, *, compact: bool = False
+) -> None:
     if isinstance(run, RetrievalRunResult):
         render_retrieval(console, run, gate)
     else:
-        render_run(console, run, gate)
+        render_run(console, run, gate, compact=compact)
+
+
+def render_matrix(console: Console, runs: Sequence[RunResult]) -> None:
+    """Prompts x providers, one table per set run on several instances."""
+    by_set: dict[str, list[RunResult]] = {}
+    for run in runs:
+        by_set.setdefault(run.set_id, []).append(run)
+    for set_id, group in by_set.items():
+        if len(group) < 2:
+            continue
+        table = Table(
+            show_edge=False,
+            header_style="bold",
+            pad_edge=False,
+            title=f"{set_id}: prompts x providers",
+            title_justify="left",
+        )
+        table.add_column("prompt")
+        for run in group:
+            table.add_column(f"{run.provider}/{run.model}", justify="center")
+        cells: dict[str, dict[str, Text]] = {}
+        for run in group:
+            grouped: dict[str, list[Any]] = {}
+            for item in run.items:
+                grouped.setdefault(item.id, []).append(item)
+            for item_id, samples in grouped.items():
+                passed = sum(1 for s in samples if s.passed)
+                if any(s.errored for s in samples):
+                    cell = Text("ERROR", style="magenta")
+                elif len(samples) > 1:
+                    cell = Text(
+                        f"{passed}/{len(samples)}",
+                        style="green" if passed == len(samples) else "red" if not passed else "yellow",
+                    )
+                else:
+                    cell = Text("PASS", style="green") if passed else Text("FAIL", style="bold red")
+                cells.setdefault(item_id, {})[run.run_id] = cell
+        for item_id, row in cells.items():
+            table.add_row(item_id, *(row.get(run.run_id, Text("—")) for run in group))
+        table.add_row(Text("pass rate", style="bold"), *(Text(percent(run.pass_rate), style="bold") for run in group))
+        table.add_row("mean score", *(f"{run.mean_score:.3f}" for run in group))
+        console.print(table)
+        console.print()
+
+
+def render_models(console: Console, policy: str, ranked: Sequence[Any]) -> None:
+    if not ranked:
+        console.print("No provider instances to rank (none configured, or none above --min-quality).")
+        return
+    table = Table(
+        show_edge=False, header_style="bold", pad_edge=False, title=f"Models by {policy}", title_justify="left"
+    )
+    for name in ("rank", "provider", "model", "priority", "quality", "sets", "cost in/out per Mtok"):
+        table.add_column(name, justify="right" if name in ("rank", "priority", "quality", "sets") else "left")
+    for r in ranked:
+        cost = f"${r.cost['input_per_mtok']:g} / ${r.cost['output_per_mtok']:g}" if r.cost else "—"
+        quality = "unknown" if r.quality is None else f"{r.quality:.3f}"
+        table.add_row(str(r.rank), r.provider, r.model, str(r.priority), quality, str(r.sets), cost)
+    console.print(table)
+
+
+def comparison_lines(result: Any) -> list[str]:
+    """The verdict of ``evalkit compare`` in words (shared by table and markdown)."""
+    test = result.test
+    first, second = result.first, result.second
+    low, high = test.mean_score_ci
+    lines = [
+        f"Paired items: {test.paired} ({test.only_first} only in the first run, {test.only_second} only in the second)",
+        f"{test.describe()} ({test.test}: {test.lost} pass->fail, {test.gained} fail->pass)",
+        f"mean score {test.mean_score_delta:+.3f} (95% CI {low:+.3f} … {high:+.3f})",
+        f"Whole runs: pass rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
+        f"mean score {first['mean_score']:.3f} -> {second['mean_score']:.3f}",
+    ]
+    return lines
+
+
+def render_comparison(console: Console, result: Any) -> None:
+    for label, run in (("first ", result.first), ("second", result.second)):
+        console.print(
+            f"{label} {run['run_id']} · {run['set_id']} · {run['provider']}/{run['model']} · {run['grader']} · {run['started_at']}"
+        )
+    for line in comparison_lines(result):
+        console.print(line)
+    if not result.flips:
+        console.print("No item changed.")
+        return
+    table = Table(
+        show_edge=False, header_style="bold", pad_edge=False, title="Items that changed", title_justify="left"
+    )
+    for name in ("item", "first", "second", "score delta"):
+        table.add_column(name, justify="right" if name == "score delta" else "left")
+    for flip in result.flips:
+        table.add_row(
+            flip.id,
+            _pass_cell(flip.first_pass_rate),
+            _pass_cell(flip.second_pass_rate),
+            f"{flip.second_score - flip.first_score:+.3f}",
+        )
+    console.print(table)
+
+
+def _pass_cell(rate: float) -> Text:
+    if rate in (0.0, 1.0):
+        return Text("pass", style="green") if rate else Text("fail", style="red")
+    return Text(percent(rate), style="yellow")

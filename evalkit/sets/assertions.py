@@ -71,4 +71,41 @@ def compile_json_schema(value: Any) -> Any:
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path)
         raise AssertionValueError(f"invalid JSON Schema{' at ' + where if where else ''}: {exc.message}") from None
+    if isinstance(schema, dict):
+        _check_refs(schema)
     return Draft202012Validator(schema)
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return found + [r for value in node.values() for r in _refs(value)]
+    if isinstance(node, list):
+        return [r for value in node for r in _refs(value)]
+    return []
+
+
+def _nested_ids(node: Any, top: bool = True) -> bool:
+    if isinstance(node, dict):
+        return (not top and "$id" in node) or any(_nested_ids(v, False) for v in node.values())
+    return isinstance(node, list) and any(_nested_ids(v, False) for v in node)
+
+
+def _check_refs(schema: dict[str, Any]) -> None:
+    """Every $ref must resolve inside the schema: nothing is fetched over the network."""
+    if _nested_ids(schema):  # nested base URIs: resolution is left to validation time
+        return
+    import referencing
+    import referencing.jsonschema
+    from referencing.exceptions import Unresolvable
+
+    base = schema["$id"] if isinstance(schema.get("$id"), str) else "urn:evalkit:assertion-schema"
+    resource = referencing.jsonschema.DRAFT202012.create_resource(schema)
+    resolver = referencing.Registry().with_resource(base, resource).resolver(base_uri=base)
+    for ref in _refs(schema):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            raise AssertionValueError(
+                f"invalid JSON Schema: $ref {ref!r} does not resolve within the schema (nothing is fetched)"
+            ) from None

@@ -24,6 +24,11 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
     """Check files and folders (default: the config file and its set folders)."""
     report = ValidationReport()
     targets, configs = list(paths), {p for p in paths if p.name == CONFIG_NAME}
+    if targets and config is not None:  # a named config is checked with the named paths
+        named = find_config(config)
+        if named is not None:
+            targets.append(named)
+            configs.add(named)
     if not targets:
         config_path = find_config(config)
         set_dirs = [Path("sets")]

@@ -34,7 +34,10 @@ def config_issues(doc: Document) -> list[Issue]:
             continue
         fallback = provider.get("fallback")
         if isinstance(fallback, str) and fallback not in ids:
-            issues.append(doc.issue(("providers", index, "fallback"), f"unknown provider instance '{fallback}'"))
+            known = ", ".join(sorted(ids)) or "none configured"
+            issues.append(
+                doc.issue(("providers", index, "fallback"), f"unknown provider instance '{fallback}' (known: {known})")
+            )
         elif fallback is not None and fallback == provider.get("id"):
             issues.append(doc.issue(("providers", index, "fallback"), "an instance cannot fall back to itself"))
     for path, value in (

@@ -72,15 +72,28 @@ def yaml_files(folder: Path) -> list[Path]:
     return found
 
 
+def duplicate_id_issue(path: Path, set_id: str, other: Path) -> Issue:
+    """The duplicate-id error, located at the ``id:`` of ``path``."""
+    try:
+        line, col = load_document(path).position(("id",))
+    except SetError:
+        line, col = 0, 0
+    return Issue(str(path), line, col, "id", f"duplicate set id '{set_id}': also in {other}")
+
+
 def check_unique_ids(sets: Iterable[AnySet]) -> None:
     """Set ids are unique across every file loaded together."""
     seen: dict[str, AnySet] = {}
     for loaded in sets:
         first = seen.get(loaded.id)
-        if first is not None and first.path != loaded.path:
-            raise SetError(
-                [Issue(str(loaded.path), 0, 0, "id", f"duplicate set id '{loaded.id}': also in {first.path}")]
-            )
+        same_file = (
+            first is not None
+            and first.path is not None
+            and loaded.path is not None
+            and first.path.resolve() == loaded.path.resolve()
+        )
+        if first is not None and first.path is not None and loaded.path is not None and not same_file:
+            raise SetError([duplicate_id_issue(loaded.path, loaded.id, first.path)])
         seen.setdefault(loaded.id, loaded)
 
 
@@ -104,6 +117,7 @@ def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySe
     """Load the sets named by files, folders or set ids; ids are looked up in ``set_dirs``."""
     loaded: list[AnySet] = []
     issues: list[Issue] = []
+    seen: set[Path] = set()
     for target in targets:
         path = Path(target)
         if path.is_dir():
@@ -115,6 +129,9 @@ def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySe
         else:
             files = [_file_for_id(target, set_dirs)]
         for file in files:
+            if file.resolve() in seen:  # named twice (by path and id, or by a folder and a path): once
+                continue
+            seen.add(file.resolve())
             try:
                 loaded.append(load_set(file))
             except SetError as exc:
@@ -135,5 +152,5 @@ def _file_for_id(set_id: str, set_dirs: Sequence[Path]) -> Path:
             f"'{set_id}' is neither a file, a folder nor a set id in {where} (available ids: {available})"
         )
     if len(files) > 1:
-        raise SetError([Issue(str(files[1]), 0, 0, "id", f"duplicate set id '{set_id}': also in {files[0]}")])
+        raise SetError([duplicate_id_issue(files[1], set_id, files[0])])
     return files[0]

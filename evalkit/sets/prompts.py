@@ -7,6 +7,7 @@ Schemas, prompts with nothing to grade against, and tolerances that are not fini
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,16 @@ def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int],
                 )
             else:
                 seen[pid] = index
-        assertions = prompt.get("assertions")
-        assertions = assertions if isinstance(assertions, list) else []
+        raw_assertions = prompt.get("assertions")
+        assertions = raw_assertions if isinstance(raw_assertions, list) else []
         reference = prompt.get("reference")
-        if not assertions and not (isinstance(reference, str) and reference.strip()):
+        has_reference = isinstance(reference, str) and bool(reference.strip())
+        if raw_assertions in (None, []) and not has_reference:  # a wrong-typed list is the schema's to report
+            name = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
             issues.append(
                 doc.issue(
                     ("prompts", index),
-                    f"prompt '{pid}' has neither an assertion nor a reference; add assertions: or reference:",
+                    f"{name} has neither an assertion nor a reference; add assertions: or reference:",
                 )
             )
         for a_index, assertion in enumerate(assertions):
@@ -63,19 +66,16 @@ def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int],
 
 
 def tolerance_issues(doc: Document, data: dict[str, Any], names: tuple[str, ...]) -> list[Issue]:
-    """Tolerances the schema let through that are still not finite numbers in 0..1 (.nan)."""
+    """Tolerances the schema lets through that are still not finite numbers: NaN compares as
+    neither below 0 nor above 1. (The schema reports every other bad value itself.)"""
     tolerances = data.get("tolerances")
     if not isinstance(tolerances, dict):
         return []
-    issues = []
-    for name in names:
-        value = tolerances.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            try:
-                parse_tolerance(value)
-            except ValueError as exc:
-                issues.append(doc.issue(("tolerances", name), f"{exc}, got {value!r}"))
-    return issues
+    return [
+        doc.issue(("tolerances", name), f"must be a finite number in 0..1, got {tolerances[name]!r}")
+        for name in names
+        if isinstance(tolerances.get(name), float) and math.isnan(tolerances[name])
+    ]
 
 
 def build_prompt_set(doc: Document, path: Path, compiled: dict[tuple[int, int], Any]) -> PromptSet:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import Issue
-from evalkit.sets.yamldoc import Document, PathPart
+from evalkit.sets.yamldoc import Document, PathPart, walk
 
 SCHEMA_FILES = {
     "prompts": "prompt-set.schema.json",
@@ -62,6 +63,13 @@ def schema_issues(kind: str, doc: Document) -> list[Issue]:
     issues: list[Issue] = []
     for error in _validator(kind).iter_errors(doc.data):
         issues.extend(_rewrite(error, doc))
+    flagged = {i.path for i in issues}
+    for path, value in walk(doc.data):
+        # NaN passes minimum/maximum checks; no evalkit number may be infinite or NaN.
+        if isinstance(value, float) and not math.isfinite(value) and path[:1] != ("tolerances",):
+            issue = doc.issue(path, f"must be a finite number, got {value!r}")
+            if issue.path not in flagged:
+                issues.append(issue)
     return issues
 
 

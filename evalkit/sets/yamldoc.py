@@ -19,6 +19,7 @@ from typing import Any
 from evalkit.errors import Issue, SetError
 
 MAX_EXPANDED_NODES = 200_000
+MAX_DEPTH = 64
 PathPart = str | int
 DataPath = tuple[PathPart, ...]
 
@@ -95,14 +96,14 @@ def parse_document(text: str, file: str) -> Document:
 
     yaml = YAML(typ="rt")
     try:
-        constructor, parser = yaml.get_constructor_parser(text)
+        node = yaml.compose(text)
+        if node is None:
+            return Document(file, None, None)
+        _check_expansion(node, file)
         try:
-            node = constructor.composer.get_single_node()
-            if node is not None:
-                _check_expansion(node, file)
-            tree = constructor.construct_document(node) if node is not None else None
-        finally:
-            parser.dispose()
+            tree = yaml.constructor.construct_document(node)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise SetError([_construction_issue(node, file, exc)]) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
@@ -114,6 +115,8 @@ def parse_document(text: str, file: str) -> Document:
         raise SetError([Issue(file, line, col, "", f"YAML error: {problem}")]) from None
     except YAMLError as exc:
         raise SetError([Issue(file, 0, 0, "", f"YAML error: {exc}")]) from None
+    except RecursionError:
+        raise SetError([_too_deep(text, file)]) from None
     issues: list[Issue] = []
     data = _plain(tree, (), issues, Document(file, None, tree))
     if issues:
@@ -121,33 +124,87 @@ def parse_document(text: str, file: str) -> Document:
     return Document(file, data, tree)
 
 
+def _too_deep(text: str, file: str) -> Issue:
+    """Locate nesting too deep to compose, with the (iterative) event parser."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
+
+    depth = 0
+    for event in YAML(typ="rt").parse(text):
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                return Issue(
+                    file,
+                    mark.line + 1,
+                    mark.column + 1,
+                    "",
+                    f"YAML error: nested deeper than {MAX_DEPTH} levels; flatten it",
+                )
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+    return Issue(file, 1, 1, "", f"YAML error: nested deeper than {MAX_DEPTH} levels; flatten it")
+
+
+def _construction_issue(root: Any, file: str, exc: Exception) -> Issue:
+    """Locate the node ruamel could not construct (a bad explicit tag, a collection as a key)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.nodes import MappingNode, ScalarNode
+
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                if not isinstance(key, ScalarNode):
+                    return _issue_at(file, key, "a mapping key must be a plain value, not a list or mapping")
+                stack.extend((value, key))
+        elif isinstance(node, ScalarNode):
+            try:
+                YAML(typ="rt").constructor.construct_object(node, deep=True)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+                tag = str(getattr(node.tag, "value", node.tag) or "").replace("tag:yaml.org,2002:", "!!")
+                return _issue_at(file, node, f"{node.value!r} is not a valid {tag} value")
+        else:
+            stack.extend(reversed(node.value))
+    return Issue(file, 1, 1, "", f"YAML error: cannot read this document ({type(exc).__name__})")
+
+
+def _issue_at(file: str, node: Any, message: str) -> Issue:
+    mark = node.start_mark
+    return Issue(file, mark.line + 1, mark.column + 1, "", f"YAML error: {message}")
+
+
 def _check_expansion(root: Any, file: str) -> None:
     """Reject a node graph whose aliases expand beyond MAX_EXPANDED_NODES."""
     sizes: dict[int, int] = {}
     visiting: set[int] = set()
 
-    def size(node: Any) -> int:
+    def size(node: Any, depth: int) -> int:
         key = id(node)
         if key in sizes:
             return sizes[key]
         if key in visiting:  # a recursive alias: infinite when expanded
             _bomb(node, file)
+        if depth > MAX_DEPTH:
+            raise SetError([_issue_at(file, node, f"nested deeper than {MAX_DEPTH} levels; flatten it")])
         visiting.add(key)
         total = 1
         value = node.value
         if isinstance(value, list):
             for child in value:
                 if isinstance(child, tuple):
-                    total += size(child[0]) + size(child[1])
+                    total += size(child[0], depth + 1) + size(child[1], depth + 1)
                 else:
-                    total += size(child)
+                    total += size(child, depth + 1)
                 if total > MAX_EXPANDED_NODES:
                     _bomb(node, file)
         visiting.discard(key)
         sizes[key] = total
         return total
 
-    size(root)
+    size(root, 0)
 
 
 def _bomb(node: Any, file: str) -> None:
@@ -167,12 +224,22 @@ def _bomb(node: Any, file: str) -> None:
 
 
 def _plain(value: Any, path: DataPath, issues: list[Issue], doc: Document) -> Any:
-    """A plain-Python copy of a round-trip tree; unsupported tags become issues."""
+    """A plain-Python copy of a round-trip tree; unsupported tags and keys become issues."""
+    tag = getattr(getattr(value, "tag", None), "value", None)
+    if isinstance(value, dict | list) and tag:
+        kind = "mapping" if isinstance(value, dict) else "list"
+        issues.append(doc.issue(path, f"unsupported YAML tag {tag} on a {kind}; remove the tag"))
+        return None
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                issues.append(doc.issue((*path, str(k)), f"keys must be strings, got {k!r}", key=True))
+                line, col = value.lc.key(k)  # type: ignore[attr-defined]
+                where = format_path(path)
+                shown = repr(k) if isinstance(k, int | float | bool) or k is None else "a list or mapping"
+                issues.append(
+                    Issue(doc.file, line + 1, col + 1, where, f"keys must be strings, got {shown}; quote the key")
+                )
                 continue
             out[str(k)] = _plain(v, (*path, k), issues, doc)
         return out
@@ -188,8 +255,12 @@ def _plain(value: Any, path: DataPath, issues: list[Issue], doc: Document) -> An
         return float(value)
     if isinstance(value, datetime.date | datetime.datetime):
         return value.isoformat()
-    tag = getattr(getattr(value, "tag", None), "value", None) or type(value).__name__
-    issues.append(doc.issue(path, f"unsupported YAML tag {tag}; remove the tag"))
+    if tag == "tag:yaml.org,2002:str":  # an explicit !!str keeps the text as written
+        return str(value.value)
+    shown = (tag or "").replace("tag:yaml.org,2002:", "!!") or (
+        "!!binary" if isinstance(value, bytes) else type(value).__name__
+    )
+    issues.append(doc.issue(path, f"unsupported YAML tag {shown}; remove the tag"))
     return None
 
 

@@ -4,9 +4,18 @@ duckdb is imported only inside this package, and only when a database is opened.
 """
 
 from evalkit.store.cache import StoreCache, prune_cache
-from evalkit.store.queries import find_baseline, history, prune_runs, set_summaries
+from evalkit.store.queries import (
+    find_baseline,
+    history,
+    instance_quality,
+    item_outcomes,
+    latest_run_id,
+    prune_runs,
+    run_summary,
+    set_summaries,
+)
 from evalkit.store.retrieval_runs import load_retrieval_run, previous_retrieval, save_retrieval_run
-from evalkit.store.runs import load_run, run_kind, save_run
+from evalkit.store.runs import load_run, resolve_run_id, run_kind, save_run
 from evalkit.store.store import Store, database_exists
 
 __all__ = [
@@ -15,12 +24,17 @@ __all__ = [
     "database_exists",
     "find_baseline",
     "history",
+    "instance_quality",
+    "item_outcomes",
+    "latest_run_id",
     "load_retrieval_run",
     "load_run",
     "previous_retrieval",
     "prune_cache",
     "prune_runs",
+    "resolve_run_id",
     "run_kind",
+    "run_summary",
     "save_retrieval_run",
     "save_run",
     "set_summaries",

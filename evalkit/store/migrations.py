@@ -89,6 +89,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         alter table runs add column variant_fingerprint varchar;
         """,
     ),
+    (
+        "m003_repeats",
+        """
+        alter table runs add column repeats integer default 1;
+        alter table results add column repeat_index integer default 0;
+        """,
+    ),
 )
 
 MIGRATION_TABLE = "evalkit_migrations"

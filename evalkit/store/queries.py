@@ -107,3 +107,64 @@ def prune_runs(store: Store, older_than_days: int) -> int:
         con.execute("delete from results where run_id in (select run_id from runs where started_at < $1)", [cutoff])
         con.execute("delete from runs where started_at < $1", [cutoff])
     return int(row[0]) if row else 0
+
+
+def instance_quality(store: Store, provider: str, model: str) -> tuple[float | None, int]:
+    """(mean over sets of the latest verified deterministic run's mean_score, number of sets).
+
+    Scoped to the provider instance and its alias; a run counts when its generator was verified
+    and no item errored. No such run: (None, 0) - unknown, never zero.
+    """
+    row = store.con.execute(
+        """
+        with latest as (
+            select set_id, mean_score,
+                   row_number() over (partition by set_id order by started_at desc, run_id desc) as recency
+            from runs
+            where kind = 'prompts' and grader = 'deterministic' and provider = $1 and model = $2
+              and generator_provenance is not null and error_count = 0
+        )
+        select avg(mean_score), count(*) from latest where recency = 1
+        """,
+        [provider, model],
+    ).fetchone()
+    if row is None or not row[1]:
+        return None, 0
+    return float(row[0]), int(row[1])
+
+
+def item_outcomes(store: Store, run_id: str) -> list[tuple[str, bool, float]]:
+    """(item id, passed, score) of every stored item sample of a run (none at privacy none)."""
+    rows = store.con.execute(
+        "select item_id, passed, score from results where run_id = $1 order by item_index", [run_id]
+    ).fetchall()
+    return [(str(i), bool(p), float(s)) for i, p, s in rows]
+
+
+RUN_SUMMARY = (
+    "run_id",
+    "set_id",
+    "kind",
+    "provider",
+    "model",
+    "reported_model",
+    "grader",
+    "pass_rate",
+    "mean_score",
+    "item_count",
+    "started_at",
+    "privacy",
+)
+
+
+def run_summary(store: Store, run_id: str) -> dict[str, Any]:
+    row = store.con.execute(f"select {', '.join(RUN_SUMMARY)} from runs where run_id = $1", [run_id]).fetchone()
+    return _with_time(dict(zip(RUN_SUMMARY, row or (), strict=True)))
+
+
+def latest_run_id(store: Store, set_id: str, provider: str) -> str | None:
+    row = store.con.execute(
+        "select run_id from runs where set_id = $1 and provider = $2 order by started_at desc, run_id desc limit 1",
+        [set_id, provider],
+    ).fetchone()
+    return str(row[0]) if row else None

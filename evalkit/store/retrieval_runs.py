@@ -45,47 +45,37 @@ def save_retrieval_run(store: Store, run: RetrievalRunResult, level: str, versio
         "baseline_run_id": comparison.baseline_run_id, "comparison": json.dumps(comparison.as_dict()),
         "tolerances": json.dumps(run.tolerances.as_dict()), "metrics": json.dumps(metrics),
         "provenance": json.dumps(dict(run.provenance)), "input_tokens": None, "output_tokens": None, "cost": None,
-        "privacy": level, "evalkit_version": version,
+        "privacy": level, "evalkit_version": version, "repeats": 1,
         "benchmark_fingerprint": run.benchmark_fingerprint, "variant_fingerprint": run.variant_fingerprint,
     }  # fmt: skip
     columns = (*RUN_COLUMNS, *EXTRA_RUN_COLUMNS)
     items = [
-        (
-            run.run_id,
-            index,
-            item.id,
-            item.top1_hit,
-            1.0 if item.top3_hit else 0.0,
-            _reason(item),
-            text_for(level, item.error)
-            if item.error and level in ("redacted", "full")
-            else ("the retriever call failed" if item.error else None),
-            item.latency_ms,
-            None,
-            text_for(level, item.question),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            False,
-            run.grader,
-            json.dumps(
-                {
-                    "form": item.form,
-                    "hard_class": item.hard_class,
-                    "top1_hit": item.top1_hit,
-                    "top3_hit": item.top3_hit,
-                    "retrieved": list(item.retrieved),
-                }
-            ),
-        )
-        for index, item in enumerate(run.items)
+        tuple(_item_values(run, index, item, level)[c] for c in RESULT_COLUMNS) for index, item in enumerate(run.items)
     ]
     with store.transaction():
         store.insert_columns("runs", columns, [tuple(values[c] for c in columns)])
         store.insert_columns("results", RESULT_COLUMNS, items if keeps_items(level) else [])
+
+
+def _item_values(run: RetrievalRunResult, index: int, item: RetrievalItem, level: str) -> dict[str, Any]:
+    if item.error is None:
+        error = None
+    else:
+        error = text_for(level, item.error) if level in ("redacted", "full") else "the retriever call failed"
+    details = {
+        "form": item.form,
+        "hard_class": item.hard_class,
+        "top1_hit": item.top1_hit,
+        "top3_hit": item.top3_hit,
+        "retrieved": list(item.retrieved),
+    }
+    return {
+        "run_id": run.run_id, "item_index": index, "item_id": item.id, "passed": item.top1_hit,
+        "score": 1.0 if item.top3_hit else 0.0, "reason": _reason(item), "error": error, "latency_ms": item.latency_ms,
+        "assertions": None, "prompt": text_for(level, item.question), "system_prompt": None, "response": None,
+        "serving": None, "adapter": None, "input_tokens": None, "output_tokens": None, "cached": False,
+        "yardstick": run.grader, "details": json.dumps(details), "repeat_index": 0,
+    }  # fmt: skip
 
 
 def previous_retrieval(store: Store, set_id: str, retriever: str) -> dict[str, Any] | None:

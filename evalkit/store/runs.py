@@ -25,12 +25,12 @@ RUN_COLUMNS = (
     "reported_model", "generator_provenance", "adapter", "started_at", "finished_at", "item_count",
     "passed_count", "error_count", "pass_rate", "mean_score", "status", "comparison_state", "regressed",
     "baseline_run_id", "comparison", "tolerances", "metrics", "provenance", "input_tokens", "output_tokens",
-    "cost", "privacy", "evalkit_version",
+    "cost", "privacy", "evalkit_version", "repeats",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "run_id", "item_index", "item_id", "passed", "score", "reason", "error", "latency_ms", "assertions",
     "prompt", "system_prompt", "response", "serving", "adapter", "input_tokens", "output_tokens", "cached",
-    "yardstick", "details",
+    "yardstick", "details", "repeat_index",
 )  # fmt: skip
 
 
@@ -93,6 +93,7 @@ def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple
         item.cached,
         item.yardstick,
         None,
+        item.repeat,
     )
 
 
@@ -114,7 +115,7 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
         run.adapter,
         to_timestamp(run.started_at),
         to_timestamp(run.finished_at),
-        run.prompt_count,
+        run.sample_count,
         run.passed_count,
         run.error_count,
         run.pass_rate,
@@ -132,6 +133,7 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
         run.cost,
         level,
         version,
+        run.repeats,
     )
 
 
@@ -143,6 +145,7 @@ def save_run(store: Store, run: RunResult, level: str, version: str, gate: dict[
         "requested_model": run.model,
         "grader_input_tokens": run.grader_usage.input_tokens,
         "grader_output_tokens": run.grader_usage.output_tokens,
+        "grader_cost": run.grader_cost,
     }
     run_row = _run_row(run, level, version, metrics)
     item_rows = [_item_row(run, i, item, level) for i, item in enumerate(run.items)] if keeps_items(level) else []
@@ -224,6 +227,8 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         usage=Usage(row["input_tokens"] or 0, row["output_tokens"] or 0),
         grader_usage=Usage(metrics.get("grader_input_tokens", 0), metrics.get("grader_output_tokens", 0)),
         cost=row["cost"],
+        grader_cost=metrics.get("grader_cost"),
+        repeats=row["repeats"] or 1,
     )
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
 
@@ -253,4 +258,5 @@ def _item_from_row(row: dict[str, Any]) -> ItemResult:
         usage=Usage(row["input_tokens"] or 0, row["output_tokens"] or 0),
         yardstick=row["yardstick"],
         cached=bool(row["cached"]),
+        repeat=row["repeat_index"] or 0,
     )

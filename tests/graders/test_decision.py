@@ -750,7 +750,6 @@ def test_rerun_replays_the_generator_and_is_compared_under_the_same_yardstick(
     assert stored_run(db_file, doc2["run_id"]) == (YARDSTICK, "compared")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: judge cache entries are never preloaded, so a re-run asks the judge again")
 def test_judge_calls_are_cached_like_completions(cli: Any, project: Path, gen: FakeServer, judge: JudgeScript) -> None:
     write_set("cached", ["question a", "question b"])
     first, doc1 = run(cli, "sets/cached.yaml")
@@ -786,10 +785,13 @@ def test_judge_tokens_are_reported_apart_from_the_generator(
     assert f"judge tokens {3 * JUDGE_IN:,} in / {3 * JUDGE_OUT:,} out" in table.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the judge's cost is computed (RunResult.grader_cost) but never reported")
 def test_judge_cost_is_reported_apart_from_the_generator(cli: Any, project: Path, judge: JudgeScript) -> None:
     write_set("cost", ["question a", "question b"])
     result, doc = run(cli, "sets/cost.yaml")
     assert result.exit_code == 0, result.stderr
     assert doc["cost"] == pytest.approx((2 * GEN_IN * 1.0 + 2 * GEN_OUT * 2.0) / 1e6)
-    assert doc["grader_cost"] == pytest.approx((2 * JUDGE_IN * 3.0 + 2 * JUDGE_OUT * 5.0) / 1e6)
+    judge_cost = (2 * JUDGE_IN * 3.0 + 2 * JUDGE_OUT * 5.0) / 1e6
+    assert doc["grader_cost"] == pytest.approx(judge_cost)
+    table = cli("run", "sets/cost.yaml", "--grader", "decision", "--no-cache")
+    assert table.exit_code == 0, table.stderr
+    assert f"judge cost ${judge_cost:.4f}" in table.stdout

@@ -220,7 +220,6 @@ def test_missing_environment_config_exits_2(cli, isolated: Path, monkeypatch: py
     assert result.stderr.splitlines() == ["Error: gone.yaml: config file not found (EVALKIT_CONFIG); check the path"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: validate ignores --config (even a missing file) when paths are given")
 def test_validate_with_paths_still_checks_the_named_config(cli, isolated: Path) -> None:
     write(isolated / "sets" / "minimal.yml", MINIMAL_SET)
     result = cli("validate", "--config", "nope.yaml", "sets")

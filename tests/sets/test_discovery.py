@@ -152,7 +152,6 @@ def test_duplicate_set_ids_in_a_folder_are_refused(cli, project: Path, fake_llm:
     assert not db_file.exists()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: run's duplicate-set-id error has no line:col (validate's has 1:5)")
 def test_duplicate_set_id_error_of_run_is_located(cli, project: Path) -> None:
     write(project / "dup" / "a.yaml", prompt_set("demo.same", "one"))
     write(project / "dup" / "b.yaml", prompt_set("demo.same", "two"))
@@ -192,7 +191,6 @@ def test_resolve_sets_reports_every_invalid_file(isolated: Path) -> None:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a set file named twice (by id and path, or twice) is loaded twice")
 @pytest.mark.parametrize(
     "targets", [("demo.a", "suites/a.yaml"), ("suites/a.yaml", "suites/a.yaml")], ids=["id-and-path", "path-twice"]
 )

@@ -92,7 +92,8 @@ json_schemas = st.one_of(
     st.just('{"type": "string", "minLength": 1}'),
 )
 regexes = st.one_of(
-    non_blank.map(regex.escape),
+    # A bare pattern that looks like /body/flags is read as delimited: keep those out of this branch.
+    non_blank.map(regex.escape).filter(lambda p: not re.fullmatch(r"/.*/[A-Za-z]*", p, re.DOTALL)),
     st.tuples(non_blank.map(regex.escape), st.sets(st.sampled_from("imsxu"))).map(
         lambda pair: f"/{pair[0].replace('/', chr(92) + '/')}/{''.join(sorted(pair[1]))}"
     ),
@@ -301,9 +302,6 @@ LOADER_CRASH = "BUG: parse_document lets ruamel's constructor/scanner exceptions
         pytest.param("{[a: 1]: x}\n", id="mapping-inside-a-key"),
         pytest.param("a: " + "[" * 1000 + "]" * 1000 + "\n", id="deep-nesting"),
     ],
-)
-@pytest.mark.xfail(
-    strict=True, reason=LOADER_CRASH, raises=(KeyError, IndexError, TypeError, ValueError, RecursionError)
 )
 def test_known_crashes_raise_set_error(content: str) -> None:
     assert_loads_or_set_error(content.encode("utf-8"))

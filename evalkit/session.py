@@ -1,0 +1,394 @@
+"""Plans and their execution: what the CLI and the Python API run.
+
+A run goes: check every input (sets, tolerances, providers, grader and judge, database) into a
+plan -> call and grade (runner) -> compare with the baseline and store (one short transaction
+per run). Everything that can be wrong with the user's input is found while planning, so an
+input error leaves nothing called and nothing stored. Several provider instances run the same
+sets concurrently and store one run each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from evalkit._version import __version__
+from evalkit.compare import BaselineRun, compare_run, gate_passed, not_comparable_reason, paired_test
+from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
+from evalkit.errors import InputError
+from evalkit.protocols import Grader
+from evalkit.providers import ProviderPool, check_provider, default_alias
+from evalkit.records import (
+    Comparison,
+    ItemResult,
+    PromptSet,
+    QuestionSet,
+    RetrievalRunResult,
+    RetrievalTolerances,
+    RunResult,
+    Tolerances,
+)
+from evalkit.runner import build_request, cache_key, run_prompt_set
+from evalkit.sets import resolve_sets
+
+Progress = Callable[[ItemResult], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One provider instance a plan runs on, and the alias sent to it."""
+
+    provider: ProviderConfig
+    alias: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """Everything a run needs, checked: nothing here has called a model or written a file."""
+
+    sets: tuple[PromptSet, ...]
+    config: Config
+    targets: tuple[Target, ...]
+    grader: str
+    judge: ProviderConfig | None
+    judge_alias: str | None
+    db: Path | None
+    use_cache: bool  # keep completions in the cache (config ``cache:``)
+    read_cache: bool  # replay cached completions (off with --no-cache)
+    concurrency: int
+    tolerance_overrides: dict[str, Any]
+    fail_on_regression: bool = False
+    repeats: int = 1
+    significance: float | None = None
+
+    @property
+    def provider(self) -> ProviderConfig:
+        return self.targets[0].provider
+
+    @property
+    def alias(self) -> str:
+        return self.targets[0].alias
+
+
+def plan_run(
+    sets: Sequence[PromptSet],
+    config: Config,
+    *,
+    provider: str | Sequence[str] | None = None,
+    model: str | None = None,
+    grader: str = "deterministic",
+    judge: str | None = None,
+    db: str | Path | None = None,
+    store: bool = True,
+    use_cache: bool = True,
+    concurrency: int | None = None,
+    tolerance_overrides: dict[str, Any] | None = None,
+    fail_on_regression: bool = False,
+    repeats: int = 1,
+    significance: float | None = None,
+) -> RunPlan:
+    requested = [provider] if isinstance(provider, str) or provider is None else list(dict.fromkeys(provider))
+    if len(requested) > 1 and model:
+        raise InputError("--model applies to one provider instance; give each instance its model: in evalkit.yaml")
+    targets = []
+    for name in requested or [None]:
+        chosen = choose_provider(config, name, model)
+        for instance in _fallback_chain(config, chosen):
+            check_provider(instance)  # a missing key, answers file or model file fails here
+        targets.append(Target(chosen, model or default_alias(chosen)))
+    if repeats < 1:
+        raise InputError("--repeat must be at least 1")
+    if significance is not None and not 0 < significance < 1:
+        raise InputError(f"--significance: must be a number between 0 and 1 (exclusive), got {significance!r}")
+    judge_config = _judge(config, grader, judge)
+    return RunPlan(
+        sets=tuple(sets),
+        config=config,
+        targets=tuple(targets),
+        grader=grader,
+        judge=judge_config,
+        judge_alias=default_alias(judge_config) if judge_config else None,
+        db=db_path(config, db) if store else None,
+        use_cache=config.cache,
+        read_cache=use_cache,
+        concurrency=concurrency or max(1, targets[0].provider.max_concurrency),
+        tolerance_overrides=dict(tolerance_overrides or {}),
+        fail_on_regression=fail_on_regression,
+        repeats=repeats,
+        significance=significance,
+    )
+
+
+def _judge(config: Config, grader: str, judge: str | None) -> ProviderConfig | None:
+    """The decision grader's judge instance, checked (configured, key present)."""
+    if grader != "decision":
+        return None
+    judge_id = judge or config.decision_provider
+    if not judge_id:
+        raise InputError(
+            "the decision grader needs a judge: set decision: {provider: ID} in evalkit.yaml or pass --judge ID"
+        )
+    judge_config = config.provider(judge_id)
+    check_provider(judge_config)
+    return judge_config
+
+
+def _fallback_chain(config: Config, first: ProviderConfig) -> list[ProviderConfig]:
+    chain, seen = [first], {first.id}
+    while chain[-1].fallback and chain[-1].fallback not in seen:
+        nxt = config.provider(chain[-1].fallback)
+        chain.append(nxt)
+        seen.add(nxt.id)
+    return chain
+
+
+def _lookup(plan: RunPlan) -> Callable[[str], ProviderConfig]:
+    chosen = {t.provider.id: t.provider for t in plan.targets}
+
+    def lookup(instance_id: str) -> ProviderConfig:
+        return chosen.get(instance_id) or plan.config.provider(instance_id)
+
+    return lookup
+
+
+def _make_grader(plan: RunPlan, pool: ProviderPool, cache: Any) -> Grader:
+    from evalkit.graders import DecisionGrader, DeterministicGrader
+    from evalkit.runner import CachedProvider
+
+    if plan.judge is None or plan.judge_alias is None:
+        return DeterministicGrader()
+    return DecisionGrader(CachedProvider(pool.get(plan.judge.id), cache, plan.read_cache), plan.judge_alias)
+
+
+def execute_plan(
+    plan: RunPlan, progress: Progress | None = None, on_start: Callable[[PromptSet], None] | None = None
+) -> list[RunResult]:
+    """Run every set of the plan on every target, compare each run with its baseline, store it."""
+    from evalkit.store import StoreCache
+
+    cache = StoreCache(plan.db) if plan.db is not None and plan.use_cache else None
+    if plan.db is not None:
+        _prepare_database(plan, cache)
+    pool = ProviderPool(_lookup(plan))
+    grader = _make_grader(plan, pool, cache)
+
+    async def run_all() -> list[RunResult]:
+        results: list[RunResult] = []
+        try:
+            if plan.judge is not None and plan.judge_alias is not None and plan.judge.adapter != "replay":
+                from evalkit.graders import probe
+
+                await probe(pool.get(plan.judge.id), plan.judge_alias)
+            for prompt_set in plan.sets:
+                if on_start is not None:
+                    on_start(prompt_set)
+                runs = await asyncio.gather(
+                    *(
+                        run_prompt_set(
+                            prompt_set,
+                            pool=pool,
+                            provider=target.provider,
+                            grader=grader,
+                            alias=target.alias,
+                            cache=cache,
+                            read_cache=plan.read_cache,
+                            concurrency=plan.concurrency,
+                            tolerances=_tolerances(prompt_set, plan.tolerance_overrides),
+                            progress=progress,
+                            grader_cost=plan.judge.cost if plan.judge else None,
+                            repeats=plan.repeats,
+                        )
+                        for target in plan.targets
+                    )
+                )
+                results.extend(_compare_and_store(plan, run) for run in runs)
+        finally:
+            await pool.aclose()
+        return results
+
+    try:
+        return asyncio.run(run_all())
+    finally:
+        if cache is not None:
+            cache.flush()
+
+
+def _prepare_database(plan: RunPlan, cache: Any) -> None:
+    """Open (create, migrate) the database once before any call, and preload the cache with
+    every entry the run may ask for: each prompt and repeat on every target and its fallbacks."""
+    from evalkit.store import Store
+
+    assert plan.db is not None
+    with Store.open(plan.db):
+        pass
+    if cache is None or not plan.read_cache:
+        return
+    aliases: dict[str, str] = {}
+    for target in plan.targets:
+        chain = _fallback_chain(plan.config, target.provider)
+        aliases |= {target.provider.id: target.alias} | {c.id: default_alias(c) for c in chain[1:]}
+    cache.preload(
+        cache_key(instance, build_request(s, p, alias), repeat)
+        for instance, alias in aliases.items()
+        for s in plan.sets
+        for p in s.prompts
+        for repeat in range(plan.repeats)
+    )
+    if plan.judge is not None and plan.judge_alias is not None:
+        cache.preload_instance(plan.judge.id, plan.judge_alias)
+
+
+def _tolerances(prompt_set: PromptSet, overrides: dict[str, Any]) -> Tolerances:
+    base = prompt_set.tolerances
+    return Tolerances(
+        max_pass_rate_drop=overrides.get("max_pass_rate_drop", base.max_pass_rate_drop),
+        max_mean_score_drop=overrides.get("max_mean_score_drop", base.max_mean_score_drop),
+    )
+
+
+def _compare_and_store(plan: RunPlan, run: RunResult) -> RunResult:
+    from evalkit.store import Store, find_baseline, item_outcomes, save_run
+
+    if plan.db is None:
+        reason = not_comparable_reason(run)
+        text = f"Not compared: {reason}." if reason else "Not compared: no store (the run was not stored)."
+        return replace(run, comparison=Comparison("not_compared", text))
+    with Store.open(plan.db) as store:
+        baseline, paired = None, None
+        gen = run.generator
+        if gen is not None and gen.reported_model:
+            row = find_baseline(
+                store,
+                set_id=run.set_id,
+                provider=gen.provider,
+                model=gen.model,
+                reported_model=gen.reported_model,
+                grader=run.grader,
+            )
+            baseline = BaselineRun(**row) if row else None
+        if baseline is not None and (plan.repeats > 1 or plan.significance is not None):
+            before = item_outcomes(store, baseline.run_id)
+            if before:
+                paired = paired_test(before, [(i.id, i.passed, i.score) for i in run.items])
+        comparison = compare_run(run, baseline, run.tolerances, paired, plan.significance)
+        run = replace(run, comparison=comparison)
+        gate = {
+            "fail_on_regression": plan.fail_on_regression,
+            "passed": gate_passed(comparison, plan.fail_on_regression),
+        }
+        save_run(store, run, plan.config.privacy, __version__, gate)
+    return run
+
+
+def load_prompt_sets(targets: Sequence[str], config: Config) -> list[PromptSet]:
+    """Prompt sets named by files, folders or ids (question sets in a folder are skipped)."""
+    loaded = resolve_sets(targets, config.set_dirs)
+    prompt_sets = [s for s in loaded if isinstance(s, PromptSet)]
+    named_files = {Path(t) for t in targets if Path(t).is_file()}
+    for s in loaded:
+        if not isinstance(s, PromptSet) and (s.path in named_files or s.id in targets):
+            raise InputError(f"{s.path}: '{s.id}' is a question set; run it with evalkit retrieval")
+    if not prompt_sets:
+        raise InputError(f"no prompt sets in {', '.join(targets)}")
+    return prompt_sets
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalPlan:
+    """A checked retrieval run: nothing has been called or written yet."""
+
+    question_set: QuestionSet
+    config: Config
+    retriever: RetrieverConfig
+    limit: int
+    db: Path | None
+    tolerances: RetrievalTolerances
+    corpus: Any
+    warnings: tuple[str, ...]
+    fail_on_regression: bool = False
+
+
+def plan_retrieval(
+    target: str,
+    config: Config,
+    *,
+    retriever: str,
+    limit: int = 12,
+    db: str | Path | None = None,
+    store: bool = True,
+    tolerance_overrides: dict[str, Any] | None = None,
+    fail_on_regression: bool = False,
+) -> RetrievalPlan:
+    from evalkit.retrieval.evaluate import missing_expected, set_corpus
+
+    loaded = resolve_sets([target], config.set_dirs)
+    if len(loaded) != 1 or not isinstance(loaded[0], QuestionSet):
+        kinds = ", ".join(f"{s.id} ({s.kind})" for s in loaded)
+        raise InputError(f"{target}: evalkit retrieval needs exactly one question set, got: {kinds}")
+    question_set = loaded[0]
+    retriever_config = config.retriever(retriever)
+    if limit < 1:
+        raise InputError("--limit must be at least 1")
+    corpus = set_corpus(question_set)
+    warnings: list[str] = []
+    if corpus is not None:
+        missing = missing_expected(question_set, corpus)
+        if missing:
+            shown = ", ".join(missing[:10]) + (f", ... ({len(missing)} in all)" if len(missing) > 10 else "")
+            warnings.append(f"{question_set.path}: expected ids not in the corpus {question_set.corpus}: {shown}")
+    overrides = tolerance_overrides or {}
+    base = question_set.tolerances
+    return RetrievalPlan(
+        question_set=question_set,
+        config=config,
+        retriever=retriever_config,
+        limit=limit,
+        db=db_path(config, db) if store else None,
+        tolerances=RetrievalTolerances(
+            max_top1_drop=overrides.get("max_top1_drop", base.max_top1_drop),
+            max_top3_drop=overrides.get("max_top3_drop", base.max_top3_drop),
+        ),
+        corpus=corpus,
+        warnings=tuple(warnings),
+        fail_on_regression=fail_on_regression,
+    )
+
+
+def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
+    """Run the question set against the retriever, compare with the previous run, store."""
+    from evalkit.compare import PreviousRetrieval, compare_retrieval, gate_passed
+    from evalkit.retrieval.evaluate import evaluate
+    from evalkit.runner import new_run_id, utc_now
+    from evalkit.store import Store, previous_retrieval, save_retrieval_run
+
+    if plan.db is not None:
+        Store.open(plan.db).close()  # create or migrate before any call; a bad database fails here
+    cache_dir = plan.db.parent / "index" if plan.db is not None else None
+    run = asyncio.run(
+        evaluate(
+            plan.question_set,
+            plan.retriever,
+            run_id=new_run_id(),
+            started_at=utc_now(),
+            finished=utc_now,
+            limit=plan.limit,
+            corpus=plan.corpus,
+            cache_dir=cache_dir,
+            tolerances=plan.tolerances,
+        )
+    )
+    if plan.db is None:
+        return replace(run, comparison=compare_retrieval(run, None, plan.tolerances))
+    with Store.open(plan.db) as store:
+        row = previous_retrieval(store, run.set_id, run.retriever)
+        comparison = compare_retrieval(run, PreviousRetrieval(**row) if row else None, plan.tolerances)
+        run = replace(run, comparison=comparison)
+        gate = {
+            "fail_on_regression": plan.fail_on_regression,
+            "passed": gate_passed(comparison, plan.fail_on_regression),
+        }
+        save_retrieval_run(store, run, plan.config.privacy, __version__, gate)
+    return run
