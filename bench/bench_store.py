@@ -101,7 +101,9 @@ def main() -> None:
     print("| measurement | median | min | max |")
     print("|---|---:|---:|---:|")
     for name, times in rows:
-        print(f"| {name} | {statistics.median(times) * 1000:.0f} ms | {min(times) * 1000:.0f} ms | {max(times) * 1000:.0f} ms |")
+        print(
+            f"| {name} | {statistics.median(times) * 1000:.0f} ms | {min(times) * 1000:.0f} ms | {max(times) * 1000:.0f} ms |"
+        )
 
 
 if __name__ == "__main__":

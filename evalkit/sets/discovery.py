@@ -86,13 +86,10 @@ def check_unique_ids(sets: Iterable[AnySet]) -> None:
     seen: dict[str, AnySet] = {}
     for loaded in sets:
         first = seen.get(loaded.id)
-        same_file = (
-            first is not None
-            and first.path is not None
-            and loaded.path is not None
-            and first.path.resolve() == loaded.path.resolve()
-        )
-        if first is not None and first.path is not None and loaded.path is not None and not same_file:
+        if first is None or first.path is None or loaded.path is None:
+            seen.setdefault(loaded.id, loaded)
+            continue
+        if first.path.resolve() != loaded.path.resolve():
             raise SetError([duplicate_id_issue(loaded.path, loaded.id, first.path)])
         seen.setdefault(loaded.id, loaded)
 
