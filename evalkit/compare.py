@@ -106,7 +106,7 @@ def compare_run(
     With ``significance``, a drop beyond the tolerance is a regression only when the paired test
     (``paired``) also finds it significant at that level; an insignificant drop is reported as such.
     """
-    verdict = _tolerance_verdict(run, baseline, tolerances)
+    verdict, breaches = _tolerance_verdict(run, baseline, tolerances)
     if verdict.state != "compared" or (paired is None and significance is None):
         return verdict
     verdict = replace(verdict, paired=paired, significance=significance)
@@ -120,32 +120,40 @@ def compare_run(
         return replace(
             verdict, reason=f"{verdict.reason} (No item rows to pair with the baseline: significance not tested.)"
         )
-    if paired.p_value >= significance:
+    # Each breached tolerance is judged by its own paired test.
+    p_values = {"pass_rate": paired.p_value, "mean_score": paired.score_p_value}
+    if all(p_values[b] >= significance for b in breaches):
+        shown = "; ".join(f"{b.replace('_', ' ')} p = {format_p(p_values[b])}" for b in breaches)
         return replace(
             verdict,
             regressed=False,
             reason=verdict.reason.replace("Regression:", "Drop not significant:", 1)
-            + f" Not a regression at significance {significance:g} (p = {format_p(paired.p_value)}).",
+            + f" Not a regression at significance {significance:g} ({shown}).",
         )
     return replace(verdict, reason=f"{verdict.reason} Significant at {significance:g}.")
 
 
-def _tolerance_verdict(run: RunResult, baseline: BaselineRun | None, tolerances: Tolerances) -> Comparison:
+def _tolerance_verdict(
+    run: RunResult, baseline: BaselineRun | None, tolerances: Tolerances
+) -> tuple[Comparison, list[str]]:
+    """The verdict by tolerances alone, and which tolerances were breached."""
     reason = not_comparable_reason(run)
     if reason is not None:
-        return Comparison("not_compared", f"Not compared: {reason}.")
+        return Comparison("not_compared", f"Not compared: {reason}."), []
     if baseline is None:
-        return Comparison("baseline", f"Recorded as the baseline for {describe_scope(run)}.")
+        return Comparison("baseline", f"Recorded as the baseline for {describe_scope(run)}."), []
     pass_delta = exact_ratio(run.passed_count, run.sample_count) - exact_ratio(
         baseline.passed_count, baseline.item_count
     )
     score_delta = exact_rate(run.mean_score) - exact_rate(baseline.mean_score)
-    problems = []
+    problems, breaches = [], []
     if -pass_delta > tolerances.max_pass_rate_drop:
+        breaches.append("pass_rate")
         problems.append(
             f"pass rate dropped {pp(-pass_delta)[1:]}, beyond the tolerance of {pp(tolerances.max_pass_rate_drop)[1:]}"
         )
     if -score_delta > tolerances.max_mean_score_drop:
+        breaches.append("mean_score")
         problems.append(
             f"mean score dropped {-score_delta:.3f}, beyond the tolerance of {tolerances.max_mean_score_drop:.3f}"
         )
@@ -153,7 +161,7 @@ def _tolerance_verdict(run: RunResult, baseline: BaselineRun | None, tolerances:
         text = "Regression: " + "; ".join(problems) + f" (against run {baseline.run_id})."
     else:
         text = f"No regression: pass rate {pp(pass_delta)}, mean score {float(score_delta):+.3f} against run {baseline.run_id}."
-    return Comparison(
+    comparison = Comparison(
         "compared",
         text,
         regressed=bool(problems),
@@ -161,6 +169,7 @@ def _tolerance_verdict(run: RunResult, baseline: BaselineRun | None, tolerances:
         pass_rate_delta=float(pass_delta),
         mean_score_delta=float(score_delta),
     )
+    return comparison, breaches
 
 
 def gate_passed(comparison: Comparison, fail_on_regression: bool) -> bool:
@@ -287,6 +296,7 @@ def paired_test(
         gained = sum(1 for d in pass_diff if d > 0)
         p_value, test = stats.sign_flip_p(pass_diff, seed), "sign-flip permutation"
     n = len(common)
+    score_p = stats.sign_flip_p(score_diff, seed)
     pass_ci = stats.bootstrap_mean_ci(pass_diff, seed=seed)
     score_ci = stats.bootstrap_mean_ci(score_diff, seed=seed)
     return PairedTest(
@@ -298,6 +308,7 @@ def paired_test(
         pass_rate_ci=(pass_ci.low, pass_ci.high),
         mean_score_ci=(score_ci.low, score_ci.high),
         p_value=p_value,
+        score_p_value=score_p,
         test=test,
         lost=lost,
         gained=gained,

@@ -275,12 +275,13 @@ class PairedTest:
     test: str  # "McNemar exact" | "sign-flip permutation"
     lost: int = 0  # items that passed in the first and fail in the second
     gained: int = 0
+    score_p_value: float = 1.0  # sign-flip permutation test of the mean-score difference
 
     def describe(self) -> str:
         """``pass rate -12.0 pp (95% CI -20.1 … -3.9), p = 0.008``."""
         low, high = self.pass_rate_ci
-        p = "< 0.001" if self.p_value < 0.001 else f"{self.p_value:.3f}"
-        return f"pass rate {self.pass_rate_delta * 100:+.1f} pp (95% CI {low * 100:+.1f} … {high * 100:+.1f}), p = {p}"
+        p = "p < 0.001" if self.p_value < 0.001 else f"p = {self.p_value:.3f}"
+        return f"pass rate {self.pass_rate_delta * 100:+.1f} pp (95% CI {low * 100:+.1f} … {high * 100:+.1f}), {p}"
 
     def as_dict(self) -> dict[str, JsonValue]:
         return {
@@ -292,6 +293,7 @@ class PairedTest:
             "mean_score_delta": self.mean_score_delta,
             "mean_score_ci95": list(self.mean_score_ci),
             "p_value": self.p_value,
+            "mean_score_p_value": self.score_p_value,
             "test": self.test,
             "pass_to_fail": self.lost,
             "fail_to_pass": self.gained,

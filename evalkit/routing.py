@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalkit.config import ProviderConfig
-from evalkit.errors import UnknownNameError
+from evalkit.errors import InputError, UnknownNameError
 
 POLICIES = ("priority", "quality", "balanced", "economy")
 UNKNOWN_FOR_BALANCE = 0.5
@@ -74,7 +74,7 @@ def order(measured: Sequence[Measured], policy: str) -> list[Measured]:
     if policy == "priority":
         return sorted(measured, key=tie)
     if policy == "quality":
-        return sorted(measured, key=lambda m: (m.quality is None, -(m.quality or 0.0), *tie(m)))
+        return sorted(measured, key=lambda m: (m.quality is None, -round(m.quality or 0.0, 12), *tie(m)))
     if policy == "balanced":
 
         def balance(m: Measured) -> float:
@@ -82,12 +82,15 @@ def order(measured: Sequence[Measured], policy: str) -> list[Measured]:
             quality = m.quality if m.quality is not None else UNKNOWN_FOR_BALANCE
             return (quality + scaled) / 2
 
-        return sorted(measured, key=lambda m: (-balance(m), *tie(m)))
-    return sorted(measured, key=lambda m: (_price(m.config) is None, _price(m.config) or 0.0, *tie(m)))
+        return sorted(measured, key=lambda m: (-round(balance(m), 12), *tie(m)))
+    # Keys are rounded to 12 places, so float noise ((0.1 + 0.5) / 2 vs (0.2 + 0.4) / 2) is a tie.
+    return sorted(measured, key=lambda m: (_price(m.config) is None, round(_price(m.config) or 0.0, 12), *tie(m)))
 
 
 def rank(measured: Sequence[Measured], policy: str = "priority", min_quality: float | None = None) -> list[RankedModel]:
     """The ranking; ``min_quality`` drops instances below it and those without data."""
+    if min_quality is not None and not 0 <= min_quality <= 1:  # NaN fails this too
+        raise InputError(f"--min-quality: must be a number in 0..1, got {min_quality!r}")
     kept = [m for m in measured if min_quality is None or (m.quality is not None and m.quality >= min_quality)]
     return [
         RankedModel(

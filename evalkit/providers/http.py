@@ -33,11 +33,13 @@ class JsonClient:
         max_connections: int = 8,
         key_env: str | None = None,
         secrets: tuple[str, ...] = (),
+        hints: Mapping[int, str] | None = None,
     ) -> None:
         import httpx
 
         self.name = name
         self.key_env = key_env
+        self._hints = dict(hints or {})
         self._secrets = tuple(s for s in secrets if s)
         self._httpx = httpx
         self._base = base_url
@@ -86,7 +88,9 @@ class JsonClient:
         if is_retryable_status(status):
             raise TransientError(text, parse_retry_after(response.headers.get("retry-after")))
         if status in REFUSED_STATUS:
-            if status == 404:
+            if status in self._hints:
+                hint = self._hints[status]
+            elif status == 404:
                 hint = "check the model alias and base_url"
             elif self.key_env:
                 hint = f"check the API key in ${self.key_env}"

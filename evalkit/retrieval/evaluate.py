@@ -17,9 +17,9 @@ from evalkit.config import RetrieverConfig
 from evalkit.errors import InputError, ProviderError, ProviderRefused, RetrieverError, RunError
 from evalkit.records import Question, QuestionSet, RetrievalItem, RetrievalRunResult, RetrievalTolerances
 from evalkit.retrieval.base import Ranking
-from evalkit.retrieval.corpus import Corpus, load_corpus
 from evalkit.retrieval.metrics import distinct, score
 from evalkit.retrieval.provenance import FIELDS, Provenance, benchmark_fingerprint, variant_fingerprint
+from evalkit.sets.corpus import Corpus, load_corpus
 
 Progress = Callable[[RetrievalItem], None]
 

@@ -17,7 +17,12 @@ class HttpRetriever:
     def __init__(self, config: RetrieverConfig) -> None:
         assert config.url is not None
         self.id = config.id
-        self.client = JsonClient(f"retriever '{config.id}'", config.url, timeout_s=config.timeout_s)
+        hints = {
+            401: "the endpoint refused the request's credentials; check the retriever service",
+            403: "the endpoint refused the request's credentials; check the retriever service",
+            404: "check the retriever's url in evalkit.yaml",
+        }
+        self.client = JsonClient(f"retriever '{config.id}'", config.url, timeout_s=config.timeout_s, hints=hints)
         self.policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s)
 
     async def search(self, question: str, limit: int) -> Ranking:

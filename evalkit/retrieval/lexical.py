@@ -10,12 +10,13 @@ Documents that match no query term are not returned.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,9 @@ from typing import Any
 
 from evalkit.errors import InputError
 from evalkit.retrieval.base import Ranking
-from evalkit.retrieval.corpus import Corpus
+from evalkit.sets.corpus import Corpus
 
-TOKENIZER_VERSION = "unicode-words-v1"
-_WORDS = re.compile(r"[^\W_]+")
+TOKENIZER_VERSION = "unicode-words-v2"
 LANGUAGES = {
     "en": ("english", "STOPWORDS_EN"),
     "de": ("german", "STOPWORDS_GERMAN"),
@@ -76,8 +76,16 @@ class Tokenizer:
                 self._stem = Stemmer.Stemmer(algorithm).stemWords
 
     def __call__(self, text: str) -> list[str]:
-        words = [w for w in _WORDS.findall(text.casefold()) if w not in self.stop]
+        # NFC first, so a decomposed "Mu\u0308ller" is one word; combining marks belong to words.
+        words = [w for w in _words().findall(unicodedata.normalize("NFC", text).casefold()) if w not in self.stop]
         return self._stem(words) if self._stem is not None else words
+
+
+@functools.cache
+def _words() -> Any:
+    import regex
+
+    return regex.compile(r"[\p{L}\p{N}\p{M}]+")
 
 
 def pipeline_identity(params: LexicalParams) -> str:
@@ -123,18 +131,19 @@ class LexicalRetriever:
                 return bm25s.BM25.load(str(target), mmap=False, show_progress=False)
             except (OSError, ValueError):
                 shutil.rmtree(target, ignore_errors=True)  # a damaged index is rebuilt
-        model = bm25s.BM25(k1=self.params.k1, b=self.params.b, method="lucene")
-        model.index(
-            [self.tokenize(_document_text(d.title, d.text)) for d in self.corpus.documents], show_progress=False
-        )
+        tokens = [self.tokenize(_document_text(d.title, d.text)) for d in self.corpus.documents]
         self.reindexed = True
+        if not any(tokens):  # no document has a word: nothing can ever match
+            return None
+        model = bm25s.BM25(k1=self.params.k1, b=self.params.b, method="lucene")
+        model.index(tokens, show_progress=False)
         if target is not None:
             _save_atomically(model, target)
         return model
 
     def search_many(self, questions: Sequence[str], limit: int) -> list[Ranking]:
         """Rankings for many questions in one batch (the fast path)."""
-        if not self.ids or limit <= 0:
+        if self._model is None or limit <= 0:
             return [Ranking(()) for _ in questions]
         tokens = [self.tokenize(q) for q in questions]
         k = min(limit, len(self.ids))

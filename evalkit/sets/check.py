@@ -9,8 +9,9 @@ from pathlib import Path
 from evalkit.config import CONFIG_NAME, find_config
 from evalkit.errors import Issue, SetError
 from evalkit.sets.configfile import build_config, config_issues
-from evalkit.sets.discovery import check_document, yaml_files
-from evalkit.sets.yamldoc import load_document
+from evalkit.sets.corpus import load_corpus
+from evalkit.sets.discovery import check_document, set_kind, yaml_files
+from evalkit.sets.yamldoc import Document, load_document
 
 
 @dataclass(slots=True)
@@ -62,6 +63,7 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
             report.issues.extend(config_issues(doc))
             continue
         issues, _ = check_document(doc)
+        issues += _corpus_issues(doc, file) if not issues else []
         report.issues.extend(issues)
         set_id = doc.data.get("id") if isinstance(doc.data, dict) else None
         if not isinstance(set_id, str):
@@ -75,6 +77,17 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
             seen_ids[set_id] = file
             report.sets += 0 if issues else 1
     return report
+
+
+def _corpus_issues(doc: Document, file: Path) -> list[Issue]:
+    """A question set's corpus is loaded and checked too (duplicate ids, malformed lines)."""
+    if set_kind(doc) != "questions" or not isinstance(doc.data.get("corpus"), str):
+        return []
+    try:
+        load_corpus(file.parent / doc.data["corpus"], str(file), doc.position(("corpus",))[0])
+    except SetError as exc:
+        return exc.issues
+    return []
 
 
 def _configured_set_dirs(config_path: Path) -> list[Path]:

@@ -1,11 +1,13 @@
 """Parse a user's YAML file with positions, refusing alias bombs, into plain data.
 
-ruamel.yaml's round-trip loader keeps the line and column of every key and item, so any later
-check can point at ``file:line:col``. Before the node graph is constructed, its expanded size is
-counted (anchors counted once per use): a small file whose aliases expand into millions of
-nodes is rejected instead of expanded. The plain copy (dicts, lists, str, int, float, bool,
-None) is what the JSON Schema and the record builders see; positions are looked up lazily in
-the round-trip copy only when something needs reporting.
+The file is composed into a node graph (with libyaml's C parser from ruamel.yaml.clib when it
+is installed, else the pure-Python one; YAML 1.2 resolution either way). Every node knows its
+line and column, so any later check can point at ``file:line:col``. Before the graph is
+constructed, its expanded size is counted (anchors counted once per use): a small file whose
+aliases expand into millions of nodes is rejected instead of expanded, and so is nesting deeper
+than MAX_DEPTH. Explicit tags other than YAML's core ones are refused. The plain data (dicts,
+lists, str, int, float, bool, None) is what the JSON Schema and the record builders see;
+positions are looked up in the node graph only when something needs reporting.
 """
 
 from __future__ import annotations
@@ -37,43 +39,45 @@ def format_path(path: Sequence[PathPart]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """A parsed YAML file: its plain data and the round-trip tree that knows positions."""
+    """A parsed YAML file: its plain data and the node graph that knows positions."""
 
     file: str
     data: Any
-    tree: Any
+    tree: Any  # the root node (ruamel.yaml.nodes.Node), None for an empty file
 
     def position(self, path: Sequence[PathPart], key: bool = False) -> tuple[int, int]:
-        """1-based (line, col) of the value at ``path`` (or of its key when ``key``)."""
+        """1-based (line, col) of the value at ``path`` (or of its key when ``key``); the
+        nearest enclosing node's position when the path does not exist."""
         node = self.tree
-        line, col = _start(node)
+        if node is None:
+            return 1, 1
+        mark = node.start_mark
         for depth, part in enumerate(path):
-            lc = getattr(node, "lc", None)
-            try:
-                if isinstance(part, int):
-                    line, col = lc.item(part)  # type: ignore[union-attr]
-                elif key and depth == len(path) - 1:
-                    line, col = lc.key(part)  # type: ignore[union-attr]
-                else:
-                    line, col = lc.value(part)  # type: ignore[union-attr]
-                node = node[part]
-            except (AttributeError, KeyError, IndexError, TypeError):
+            found = _child(node, part)
+            if found is None:
                 break
-            # A nested block collection's own start is more precise than its parent's value mark.
-            if hasattr(node, "lc") and not (key and depth == len(path) - 1):
-                line, col = _start(node, (line, col))
-        return line + 1, col + 1
+            key_node, node = found
+            last = depth == len(path) - 1
+            mark = key_node.start_mark if key and last and key_node is not None else node.start_mark
+        return mark.line + 1, mark.column + 1
 
     def issue(self, path: Sequence[PathPart], message: str, key: bool = False) -> Issue:
         line, col = self.position(path, key=key)
         return Issue(self.file, line, col, format_path(path), message)
 
 
-def _start(node: Any, default: tuple[int, int] = (0, 0)) -> tuple[int, int]:
-    lc = getattr(node, "lc", None)
-    if lc is None or lc.line is None:
-        return default
-    return int(lc.line), int(lc.col)
+def _child(node: Any, part: PathPart) -> tuple[Any, Any] | None:
+    """(key node or None, value node) of ``part`` under ``node``."""
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    if isinstance(node, SequenceNode) and isinstance(part, int):
+        return (None, node.value[part]) if 0 <= part < len(node.value) else None
+    if isinstance(node, MappingNode):
+        for key_node, value_node in reversed(node.value):  # the last duplicate wins, as in the data
+            written = str(getattr(key_node, "value", ""))
+            if written == str(part) or (isinstance(part, bool) and written.lower() == str(part).lower()):
+                return key_node, value_node
+    return None
 
 
 def load_document(path: Path, display: str | None = None) -> Document:
@@ -90,18 +94,33 @@ def load_document(path: Path, display: str | None = None) -> Document:
     return parse_document(text, file)
 
 
-def parse_document(text: str, file: str) -> Document:
+def _yaml(pure: bool = False) -> Any:
     from ruamel.yaml import YAML
+
+    try:
+        return YAML(typ="safe", pure=pure)
+    except (ImportError, AttributeError):  # no C extension: the pure-Python parser
+        return YAML(typ="safe", pure=True)
+
+
+def parse_document(text: str, file: str) -> Document:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    yaml = YAML(typ="rt")
+    yaml = _yaml()
     try:
-        node = yaml.compose(text)
+        try:
+            node = yaml.compose(text)
+        except MarkedYAMLError:  # libyaml is stricter than YAML 1.2 in places: ask the pure parser
+            yaml = _yaml(pure=True)
+            node = yaml.compose(text)
         if node is None:
             return Document(file, None, None)
         _check_expansion(node, file)
+        issues = _tag_issues(node, file)
+        if issues:
+            raise SetError(issues)
         try:
-            tree = yaml.constructor.construct_document(node)
+            data = yaml.constructor.construct_document(node)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise SetError([_construction_issue(node, file, exc)]) from None
     except MarkedYAMLError as exc:
@@ -117,11 +136,57 @@ def parse_document(text: str, file: str) -> Document:
         raise SetError([Issue(file, 0, 0, "", f"YAML error: {exc}")]) from None
     except RecursionError:
         raise SetError([_too_deep(text, file)]) from None
-    issues: list[Issue] = []
-    data = _plain(tree, (), issues, Document(file, None, tree))
+    doc = Document(file, None, node)
+    issues = []
+    plain = _plain(data, (), issues, doc)
     if issues:
         raise SetError(issues)
-    return Document(file, data, tree)
+    return Document(file, plain, node)
+
+
+CORE_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq", "merge", "timestamp")
+)
+
+
+def _tag_issues(root: Any, file: str) -> list[Issue]:
+    """Explicit tags other than YAML's core ones (``!env``, ``!!python/object``, ``!!binary``)."""
+    from ruamel.yaml.nodes import MappingNode, ScalarNode
+
+    issues: list[Issue] = []
+    stack: list[tuple[Any, DataPath]] = [(root, ())]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        tag = str(getattr(node.tag, "value", node.tag) or "")
+        if tag and tag not in CORE_TAGS:
+            shown = tag.replace("tag:yaml.org,2002:", "!!")
+            kind = (
+                ""
+                if isinstance(node, ScalarNode)
+                else (" on a mapping" if isinstance(node, MappingNode) else " on a list")
+            )
+            mark = node.start_mark
+            issues.append(
+                Issue(
+                    file,
+                    mark.line + 1,
+                    mark.column + 1,
+                    format_path(path),
+                    f"unsupported YAML tag {shown}{kind}; remove the tag",
+                )
+            )
+            continue
+        if isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                part = key_node.value if isinstance(key_node, ScalarNode) else "?"
+                stack.append((value_node, (*path, part)))
+        elif not isinstance(node, ScalarNode):
+            stack.extend((child, (*path, index)) for index, child in enumerate(node.value))
+    return sorted(issues, key=lambda i: (i.line, i.col))
 
 
 def _too_deep(text: str, file: str) -> Issue:
@@ -149,7 +214,6 @@ def _too_deep(text: str, file: str) -> Issue:
 
 def _construction_issue(root: Any, file: str, exc: Exception) -> Issue:
     """Locate the node ruamel could not construct (a bad explicit tag, a collection as a key)."""
-    from ruamel.yaml import YAML
     from ruamel.yaml.nodes import MappingNode, ScalarNode
 
     stack = [root]
@@ -162,7 +226,7 @@ def _construction_issue(root: Any, file: str, exc: Exception) -> Issue:
                 stack.extend((value, key))
         elif isinstance(node, ScalarNode):
             try:
-                YAML(typ="rt").constructor.construct_object(node, deep=True)
+                _yaml(pure=True).constructor.construct_object(node, deep=True)
             except (KeyError, IndexError, TypeError, ValueError, AttributeError):
                 tag = str(getattr(node.tag, "value", node.tag) or "").replace("tag:yaml.org,2002:", "!!")
                 return _issue_at(file, node, f"{node.value!r} is not a valid {tag} value")
@@ -224,44 +288,27 @@ def _bomb(node: Any, file: str) -> None:
 
 
 def _plain(value: Any, path: DataPath, issues: list[Issue], doc: Document) -> Any:
-    """A plain-Python copy of a round-trip tree; unsupported tags and keys become issues."""
-    tag = getattr(getattr(value, "tag", None), "value", None)
-    if isinstance(value, dict | list) and tag:
-        kind = "mapping" if isinstance(value, dict) else "list"
-        issues.append(doc.issue(path, f"unsupported YAML tag {tag} on a {kind}; remove the tag"))
-        return None
+    """Dates become ISO strings; non-string keys and binary values become issues."""
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                line, col = value.lc.key(k)  # type: ignore[attr-defined]
-                where = format_path(path)
                 shown = repr(k) if isinstance(k, int | float | bool) or k is None else "a list or mapping"
+                line, col = doc.position((*path, k), key=True)
                 issues.append(
-                    Issue(doc.file, line + 1, col + 1, where, f"keys must be strings, got {shown}; quote the key")
+                    Issue(doc.file, line, col, format_path(path), f"keys must be strings, got {shown}; quote the key")
                 )
                 continue
-            out[str(k)] = _plain(v, (*path, k), issues, doc)
+            out[k] = _plain(v, (*path, k), issues, doc)
         return out
     if isinstance(value, list):
         return [_plain(v, (*path, i), issues, doc) for i, v in enumerate(value)]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
     if isinstance(value, datetime.date | datetime.datetime):
         return value.isoformat()
-    if tag == "tag:yaml.org,2002:str":  # an explicit !!str keeps the text as written
-        return str(value.value)
-    shown = (tag or "").replace("tag:yaml.org,2002:", "!!") or (
-        "!!binary" if isinstance(value, bytes) else type(value).__name__
-    )
-    issues.append(doc.issue(path, f"unsupported YAML tag {shown}; remove the tag"))
-    return None
+    if isinstance(value, bytes):
+        issues.append(doc.issue(path, "unsupported YAML tag !!binary; remove the tag"))
+        return None
+    return value
 
 
 def walk(data: Any, path: DataPath = ()) -> Iterator[tuple[DataPath, Any]]:

@@ -392,7 +392,7 @@ LOCATED_ONLY_CASES: list[Any] = [
     ),
     case(
         "deeply_nested",
-        "tests/data/invalid/deeply_nested.yaml:4:71: YAML error: nested deeper than 64 levels; flatten it",
+        "tests/data/invalid/deeply_nested.yaml:4:72: YAML error: nested deeper than 64 levels; flatten it",
     ),
     case(
         "json_schema_unresolvable_ref",
