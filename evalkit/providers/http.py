@@ -9,7 +9,10 @@ Error texts never carry the API key: any secret the client knows is masked in th
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+import ssl
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -21,7 +24,14 @@ REFUSED_STATUS = frozenset({401, 403, 404})
 
 
 class JsonClient:
-    """POSTs JSON to one endpoint; ``name`` and ``key_env`` are for messages only."""
+    """POSTs JSON to one endpoint; ``name`` and ``key_env`` are for messages only.
+
+    Connections are lanes: one httpx client per keep-alive connection, up to
+    ``max_connections``, each lent to one request at a time. httpx's own pool rescans every
+    connection for every request, which costs more CPU than the request itself on a fast
+    endpoint (measured: 2,000 loopback requests take 2.3 s through one 16-connection client,
+    1.1 s through 16 one-connection lanes).
+    """
 
     def __init__(
         self,
@@ -43,13 +53,29 @@ class JsonClient:
         self._secrets = tuple(s for s in secrets if s)
         self._httpx = httpx
         self._base = base_url
-        self._client = httpx.AsyncClient(
-            headers=dict(headers or {}),
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            trust_env=False,
-        )
+        self._headers = dict(headers or {})
         self._timeout_s = timeout_s
+        self._max_lanes = max(1, max_connections)
+        self._tls = _tls_context() if base_url.startswith("https") else None
+        self._lanes: list[Any] = []  # every client created
+        self._free: asyncio.Queue[Any] = asyncio.Queue()
+
+    def _new_lane(self) -> Any:
+        httpx = self._httpx
+        client = httpx.AsyncClient(
+            headers=self._headers,
+            timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            trust_env=False,
+            verify=self._tls or True,
+        )
+        self._lanes.append(client)
+        return client
+
+    async def _acquire(self) -> Any:
+        if self._free.empty() and len(self._lanes) < self._max_lanes:
+            return self._new_lane()
+        return await self._free.get()
 
     def mask(self, text: str) -> str:
         for secret in self._secrets:
@@ -61,15 +87,18 @@ class JsonClient:
         ``path``; ``""`` is the base URL itself) and the call's latency in ms."""
         httpx = self._httpx
         url = self._base if not path else self._base.rstrip("/") + "/" + path.lstrip("/")
+        lane = await self._acquire()
         started = time.perf_counter()
         try:
-            response = await self._client.post(url, json=payload)
+            response = await lane.post(url, json=payload)
         except httpx.TimeoutException:
             raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except httpx.TransportError as exc:
             raise TransientError(
                 f"{self.name}: connection error ({type(exc).__name__}: {self.mask(str(exc))})"
             ) from None
+        finally:
+            self._free.put_nowait(lane)
         latency_ms = (time.perf_counter() - started) * 1000.0
         status = response.status_code
         if status >= 400:
@@ -100,7 +129,17 @@ class JsonClient:
         raise ProviderError(text)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        lanes, self._lanes = self._lanes, []
+        for client in lanes:
+            await client.aclose()
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context shared by every lane (building one reads the CA bundle)."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def _error_detail(response: Any) -> str:

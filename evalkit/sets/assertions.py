@@ -7,6 +7,7 @@ compiled object on the ``Assertion`` record.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -55,9 +56,6 @@ def compile_regex(source: str) -> CompiledRegex:
 
 def compile_json_schema(value: Any) -> Any:
     """A Draft 2020-12 validator for a schema given as a mapping, a boolean or a JSON string."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
     schema = value
     if isinstance(value, str):
         try:
@@ -66,6 +64,16 @@ def compile_json_schema(value: Any) -> Any:
             raise AssertionValueError(f"json_schema string is not valid JSON: {exc.msg} (char {exc.pos})") from None
     if not isinstance(schema, dict | bool):
         raise AssertionValueError("json_schema must be a JSON Schema: a mapping or true/false")
+    return _compiled_schema(json.dumps(schema, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled_schema(canonical: str) -> Any:
+    """Check and compile a schema once per distinct schema (sets often repeat one)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    schema = json.loads(canonical)
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:

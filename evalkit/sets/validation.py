@@ -55,7 +55,23 @@ def load_schema(kind: str) -> dict[str, Any]:
 def _validator(kind: str) -> Any:
     from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(load_schema(kind))
+    # Local $refs are inlined once: resolving a $ref for every prompt dominates validation time.
+    schema = load_schema(kind)
+    return Draft202012Validator(_inline(schema, schema.get("$defs", {})))
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every ``{"$ref": "#/$defs/name"}`` replaced by that definition (not recursive)."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(
+                {**defs[ref.removeprefix("#/$defs/")], **{k: v for k, v in node.items() if k != "$ref"}}, defs
+            )
+        return {k: _inline(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
 
 
 def schema_issues(kind: str, doc: Document) -> list[Issue]:

@@ -622,6 +622,7 @@ def test_validate_checks_folders_recursively(cli) -> None:
     place("suite/top.yml", "valid/minimal.yml")
     place("suite/nested/deeper/regex.yaml", "invalid/invalid_regex.yaml")
     place("suite/nested/q.yaml", "valid/question_set.yaml")
+    place("suite/corpus/docs.jsonl", "corpus/docs.jsonl")
     write(Path("suite/.hidden/ignored.yaml"), "not: [valid")
     write(Path("suite/notes.txt"), "not: [yaml")
     result = cli("validate", "suite")
@@ -681,6 +682,7 @@ def test_validate_without_arguments_checks_config_and_its_set_folders(cli, isola
     write(Path("evalkit.yaml"), "sets: [suites]\n")
     place("suites/a.yaml", "valid/minimal.yml")
     place("suites/deep/q.yaml", "valid/question_set.yaml")
+    place("suites/corpus/docs.jsonl", "corpus/docs.jsonl")
     write(Path("sets/not_configured.yaml"), "this folder: [is not configured")
     result = cli("validate")
     assert result.exit_code == 0, result.stderr
