@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -170,8 +171,12 @@ def execute_plan(
     from evalkit.store import StoreCache
 
     cache = StoreCache(plan.db) if plan.db is not None and plan.use_cache else None
-    if plan.db is not None:
-        _prepare_database(plan, cache)
+    opening: Future[None] | None = None
+    if plan.db is not None and cache is not None and plan.read_cache:
+        _prepare_database(plan, cache)  # the cache must be read before the first call
+    elif plan.db is not None:
+        # Nothing to read first: create or migrate the database while the calls go out.
+        opening = ThreadPoolExecutor(max_workers=1).submit(_open_database, plan.db)
     pool = ProviderPool(_lookup(plan))
     grader = _make_grader(plan, pool, cache)
 
@@ -204,6 +209,8 @@ def execute_plan(
                         for target in plan.targets
                     )
                 )
+                if opening is not None:
+                    opening.result()  # a database that cannot be opened fails the run here (exit 3)
                 results.extend(_compare_and_store(plan, run) for run in runs)
         finally:
             await pool.aclose()
@@ -216,16 +223,18 @@ def execute_plan(
             cache.flush()
 
 
-def _prepare_database(plan: RunPlan, cache: Any) -> None:
-    """Open (create, migrate) the database once before any call, and preload the cache with
-    every entry the run may ask for: each prompt and repeat on every target and its fallbacks."""
+def _open_database(path: Path) -> None:
     from evalkit.store import Store
 
-    assert plan.db is not None
-    with Store.open(plan.db):
+    with Store.open(path):
         pass
-    if cache is None or not plan.read_cache:
-        return
+
+
+def _prepare_database(plan: RunPlan, cache: Any) -> None:
+    """Open (create, migrate) the database before any call, and preload the cache with every
+    entry the run may ask for: each prompt and repeat on every target and its fallbacks."""
+    assert plan.db is not None
+    _open_database(plan.db)
     aliases: dict[str, str] = {}
     for target in plan.targets:
         chain = _fallback_chain(plan.config, target.provider)

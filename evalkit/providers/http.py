@@ -58,14 +58,14 @@ class JsonClient:
         self._timeout_s = timeout_s
         self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)).as_dict()
         self._max_lanes = max(1, max_connections)
-        self._tls = _tls_context() if base_url.startswith("https") else None
+        self._tls = _tls_context()  # built once: httpx would build (and load CAs) per transport
         self._lanes: list[Any] = []  # every client created
         self._free: asyncio.Queue[Any] = asyncio.Queue()
 
     def _new_lane(self) -> Any:
         httpx = self._httpx
         transport = httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1), verify=self._tls or True
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1), verify=self._tls
         )
         self._lanes.append(transport)
         return transport
