@@ -13,6 +13,7 @@ positions are looked up in the node graph only when something needs reporting.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 from evalkit.errors import Issue, SetError
 
-MAX_EXPANDED_NODES = 200_000
+MAX_ALIAS_EXPANSION = 200_000
 MAX_DEPTH = 64
 PathPart = str | int
 DataPath = tuple[PathPart, ...]
@@ -98,9 +99,25 @@ def _yaml(pure: bool = False) -> Any:
     from ruamel.yaml import YAML
 
     try:
-        return YAML(typ="safe", pure=pure)
+        yaml = YAML(typ="safe", pure=pure)
     except (ImportError, AttributeError):  # no C extension: the pure-Python parser
-        return YAML(typ="safe", pure=True)
+        yaml = YAML(typ="safe", pure=True)
+    yaml.Resolver = _resolver_12()
+    return yaml
+
+
+@functools.cache
+def _resolver_12() -> Any:
+    """ruamel's resolver fixed at YAML 1.2: it otherwise works out the version per scalar
+    (through two caught AttributeErrors), a third of the load time of a large set."""
+    from ruamel.yaml.resolver import VersionedResolver
+
+    class Resolver12(VersionedResolver):
+        @property
+        def processing_version(self) -> Any:
+            return (1, 2)
+
+    return Resolver12
 
 
 def parse_document(text: str, file: str) -> Document:
@@ -115,10 +132,9 @@ def parse_document(text: str, file: str) -> Document:
             node = yaml.compose(text)
         if node is None:
             return Document(file, None, None)
-        _check_expansion(node, file)
-        issues = _tag_issues(node, file)
-        if issues:
-            raise SetError(issues)
+        tagged = _check_expansion(node, file)
+        if tagged:
+            raise SetError(_tag_issues(node, file))
         try:
             data = yaml.constructor.construct_document(node)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
@@ -137,7 +153,7 @@ def parse_document(text: str, file: str) -> Document:
     except RecursionError:
         raise SetError([_too_deep(text, file)]) from None
     doc = Document(file, None, node)
-    issues = []
+    issues: list[Issue] = []
     plain = _plain(data, (), issues, doc)
     if issues:
         raise SetError(issues)
@@ -240,35 +256,44 @@ def _issue_at(file: str, node: Any, message: str) -> Issue:
     return Issue(file, mark.line + 1, mark.column + 1, "", f"YAML error: {message}")
 
 
-def _check_expansion(root: Any, file: str) -> None:
-    """Reject a node graph whose aliases expand beyond MAX_EXPANDED_NODES."""
+def _check_expansion(root: Any, file: str) -> bool:
+    """Reject aliases that expand the document by more than MAX_ALIAS_EXPANSION nodes, recursive
+    aliases, and nesting deeper than MAX_DEPTH. A large document without aliases is fine.
+    Returns whether any node carries a tag other than YAML's core ones (one pass for both)."""
     sizes: dict[int, int] = {}
     visiting: set[int] = set()
+    extra = 0  # nodes that exist only through aliases
+    tagged = False
 
     def size(node: Any, depth: int) -> int:
+        nonlocal extra, tagged
         key = id(node)
-        if key in sizes:
+        if key in sizes:  # an alias: its whole subtree is repeated
+            extra += sizes[key]
+            if extra > MAX_ALIAS_EXPANSION:
+                _bomb(node, file)
             return sizes[key]
         if key in visiting:  # a recursive alias: infinite when expanded
             _bomb(node, file)
         if depth > MAX_DEPTH:
             raise SetError([_issue_at(file, node, f"nested deeper than {MAX_DEPTH} levels; flatten it")])
-        visiting.add(key)
         total = 1
+        if str(node.ctag) not in CORE_TAGS:
+            tagged = True
         value = node.value
         if isinstance(value, list):
+            visiting.add(key)
             for child in value:
                 if isinstance(child, tuple):
                     total += size(child[0], depth + 1) + size(child[1], depth + 1)
                 else:
                     total += size(child, depth + 1)
-                if total > MAX_EXPANDED_NODES:
-                    _bomb(node, file)
-        visiting.discard(key)
+            visiting.discard(key)
         sizes[key] = total
         return total
 
     size(root, 0)
+    return tagged
 
 
 def _bomb(node: Any, file: str) -> None:
@@ -280,7 +305,7 @@ def _bomb(node: Any, file: str) -> None:
                 mark.line + 1,
                 mark.column + 1,
                 "",
-                f"YAML aliases expand this document beyond {MAX_EXPANDED_NODES:,} nodes "
+                f"YAML aliases expand this document by more than {MAX_ALIAS_EXPANSION:,} nodes "
                 "(an alias bomb); write the repeated parts out or use fewer nested aliases",
             )
         ]
