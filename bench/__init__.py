@@ -1,0 +1,1 @@
+"""Benchmarks and their recorded results (see bench/README.md)."""

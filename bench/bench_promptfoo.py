@@ -1,0 +1,300 @@
+"""evalkit and promptfoo side by side, in one invocation (issue 8).
+
+    python bench/bench_promptfoo.py                 # everything; promptfoo from bench/node/
+    python bench/bench_promptfoo.py --smoke         # tiny N, no promptfoo, no model (run by CI)
+
+Starts a loopback OpenAI-compatible server (bench/loopback_server.py) at 0 ms and at 200 ms
+latency and a real local model server (llama.cpp through xllamacpp, bench/model_server.py),
+writes equivalent suites for both tools (N prompts, each with a contains, a regex and a JSON
+schema assertion) and runs both with the cache off at the same concurrency, recording wall
+time, peak RSS of the whole process tree (sampled from /proc every 10 ms) and per-prompt
+overhead:
+
+  (a) N = 2,000 at 0 ms latency, concurrency 16 (harness overhead);
+  (b) N = 500 at 200 ms latency, concurrency 32 (efficiency against N x latency / concurrency);
+  (c) 50 prompts on the real local model, concurrency 1.
+
+It also records `evalkit --help` start-up, `evalkit validate` over 100 set files and grading
+100,000 pre-generated answers through the replay provider. promptfoo 0.121.20 is installed with
+`npm install --prefix bench/node promptfoo@0.121.20` (bench/node is ignored by git).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from bench.measure import Measure, Server, measure  # noqa: E402
+
+PROMPTFOO = BENCH / "node" / "node_modules" / ".bin" / "promptfoo"
+ANSWER_CHECKS = {"contains": "42", "regex": "[Aa]nswer is \\d+", "schema": {"type": "object", "required": ["answer"]}}
+
+
+def evalkit_suite(folder: Path, set_id: str, n: int, url: str, concurrency: int, prompt: str, max_tokens: int) -> Path:
+    lines = [f"id: {set_id}", f"name: {set_id}", f"params: {{temperature: 0, max_tokens: {max_tokens}}}", "prompts:"]
+    for i in range(n):
+        lines += [
+            f"  - id: p{i}",
+            f"    prompt: {json.dumps(prompt.format(i=i))}",
+            "    assertions:",
+            f"      - contains: '{ANSWER_CHECKS['contains']}'",
+            f"      - regex: '{ANSWER_CHECKS['regex']}'",
+            "      - json_schema: {type: object, required: [answer]}",
+        ]
+    (folder / "set.yaml").write_text("\n".join(lines) + "\n")
+    (folder / "evalkit.yaml").write_text(
+        f"providers:\n  - {{id: bench, adapter: openai, base_url: '{url}', model: bench, "
+        f"max_concurrency: {concurrency}, timeout_s: 300}}\n"
+    )
+    return folder / "set.yaml"
+
+
+def promptfoo_suite(folder: Path, n: int, url: str, prompt: str, max_tokens: int) -> Path:
+    tests = [
+        {
+            "vars": {"q": prompt.format(i=i)},
+            "assert": [
+                {"type": "contains", "value": ANSWER_CHECKS["contains"]},
+                {"type": "regex", "value": ANSWER_CHECKS["regex"]},
+                {"type": "is-json", "value": ANSWER_CHECKS["schema"]},
+            ],
+        }
+        for i in range(n)
+    ]
+    config = {
+        "description": "bench",
+        "prompts": ["{{q}}"],
+        "providers": [
+            {
+                "id": "openai:chat:bench",
+                "config": {"apiBaseUrl": url, "apiKey": "dummy", "temperature": 0, "max_tokens": max_tokens},
+            }
+        ],
+        "tests": tests,
+    }
+    path = folder / "promptfooconfig.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def run_evalkit(folder: Path, concurrency: int) -> tuple[Measure, dict[str, object]]:
+    result = measure(
+        [sys.executable, "-m", "evalkit", "run", "set.yaml", "--no-cache", "--concurrency", str(concurrency),
+         "--format", "json", "--db", str(folder / "evalkit.duckdb")],
+        cwd=folder, env={"NO_COLOR": "1"},
+    )  # fmt: skip
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"evalkit failed: {result.stderr[-2000:]}")
+    return result, json.loads(result.stdout)
+
+
+def run_promptfoo(folder: Path, config: Path, concurrency: int) -> tuple[Measure, dict[str, object]]:
+    env = {
+        "PROMPTFOO_DISABLE_TELEMETRY": "1",
+        "PROMPTFOO_DISABLE_UPDATE": "1",
+        "PROMPTFOO_DISABLE_SHARING": "1",
+        "PROMPTFOO_CONFIG_DIR": str(folder / "promptfoo-config"),
+        "FORCE_COLOR": "0",
+    }
+    out = folder / "promptfoo-out.json"
+    result = measure(
+        [str(PROMPTFOO), "eval", "-c", str(config), "--no-cache", "--no-progress-bar", "--no-table",
+         "-j", str(concurrency), "-o", str(out)],
+        cwd=folder, env=env,
+    )  # fmt: skip
+    if result.returncode not in (0, 100):  # 100: some tests failed
+        raise SystemExit(f"promptfoo failed: {result.stderr[-2000:]}")
+    return result, json.loads(out.read_text())["results"]["stats"]
+
+
+def scenario(
+    name: str, *, n: int, url: str, concurrency: int, latency_s: float | None, with_promptfoo: bool,
+    prompt: str = "Question number {i}: what is the answer?", max_tokens: int = 32,
+) -> list[dict[str, object]]:  # fmt: skip
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
+        folder = Path(tmp)
+        evalkit_suite(folder, f"bench.{name}", n, url, concurrency, prompt, max_tokens)
+        measured, doc = run_evalkit(folder, concurrency)
+        started = datetime.fromisoformat(str(doc["started_at"])).timestamp()
+        finished = datetime.fromisoformat(str(doc["finished_at"])).timestamp()
+        rows.append(
+            _row(
+                name,
+                "evalkit",
+                n,
+                concurrency,
+                latency_s,
+                measured,
+                f"pass rate {doc['pass_rate']:.3f}",
+                finished - started,
+            )
+        )
+        if with_promptfoo:
+            config = promptfoo_suite(folder, n, url, prompt, max_tokens)
+            measured, pf_stats = run_promptfoo(folder, config, concurrency)
+            passed = pf_stats["successes"] / n  # type: ignore[operator]
+            rows.append(_row(name, "promptfoo", n, concurrency, latency_s, measured, f"pass rate {passed:.3f}", None))
+    return rows
+
+
+def _row(
+    name: str, tool: str, n: int, concurrency: int, latency_s: float | None, m: Measure, note: str, run_s: float | None
+) -> dict[str, object]:
+    ideal = n * latency_s / concurrency if latency_s is not None else None
+    overhead_ms = (m.wall_s - (ideal or 0.0)) / n * 1000
+    return {
+        "scenario": name, "tool": tool, "prompts": n, "concurrency": concurrency, "wall_s": round(m.wall_s, 3),
+        "peak_rss_mb": round(m.peak_rss_mb, 1), "overhead_ms_per_prompt": round(overhead_ms, 3),
+        "ideal_s": round(ideal, 3) if ideal is not None else None,
+        "vs_ideal": round(m.wall_s / ideal, 3) if ideal else None, "run_phase_s": round(run_s, 3) if run_s else None,
+        "note": note,
+    }  # fmt: skip
+
+
+def help_startup(repeat: int) -> dict[str, object]:
+    times = [measure([sys.executable, "-m", "evalkit", "--help"]).wall_s for _ in range(repeat)]
+    entry = BENCH.parent / ".venv" / "bin" / "evalkit"
+    script = [measure([str(entry), "--help"]).wall_s for _ in range(repeat)] if entry.exists() else []
+    return {
+        "python -m evalkit --help (median ms)": round(statistics.median(times) * 1000, 1),
+        "evalkit --help, console script (median ms)": round(statistics.median(script) * 1000, 1) if script else None,
+    }
+
+
+def validate_many(files: int) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
+        folder = Path(tmp) / "sets"
+        folder.mkdir()
+        for index in range(files):
+            prompts = "\n".join(
+                f"  - {{id: p{j}, prompt: 'Question {j}?', assertions: [{{contains: x}}, {{regex: '/x+/i'}}, "
+                f"{{json_schema: {{type: object}}}}]}}"
+                for j in range(20)
+            )
+            (folder / f"set_{index:03d}.yaml").write_text(
+                f"id: bench.set_{index:03d}\nname: Set {index}\nprompts:\n{prompts}\n"
+            )
+        m = measure([sys.executable, "-m", "evalkit", "validate", str(folder)], cwd=Path(tmp))
+        if m.returncode != 0:
+            raise SystemExit(f"validate failed: {m.stderr}")
+    return {
+        "files": files,
+        "prompts_per_file": 20,
+        "wall_s": round(m.wall_s, 3),
+        "peak_rss_mb": round(m.peak_rss_mb, 1),
+    }
+
+
+def grading_throughput(n: int) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
+        folder = Path(tmp)
+        answer = json.dumps({"answer": 42, "text": "The answer is 42."})
+        with (folder / "answers.jsonl").open("w") as fh:
+            for i in range(n):
+                fh.write(json.dumps({"id": f"p{i}", "response": answer, "model": "recorded-1"}) + "\n")
+        lines = ["id: bench.grading", "name: Grading throughput", "prompts:"]
+        for i in range(n):
+            lines.append(
+                f"  - {{id: p{i}, prompt: 'Q{i}', assertions: [{{contains: '42'}}, {{regex: '/answer is \\d+/i'}}, "
+                "{json_schema: {type: object, required: [answer]}}]}"
+            )
+        (folder / "set.yaml").write_text("\n".join(lines) + "\n")
+        (folder / "evalkit.yaml").write_text("providers:\n  - {id: rec, adapter: replay, path: answers.jsonl}\n")
+        m = measure(
+            [sys.executable, "-m", "evalkit", "run", "set.yaml", "--format", "json", "--output", "out.json",
+             "--db", str(folder / "evalkit.duckdb")],
+            cwd=folder,
+        )  # fmt: skip
+        if m.returncode != 0:
+            raise SystemExit(f"grading run failed: {m.stderr[-2000:]}")
+        doc = json.loads((folder / "out.json").read_text())
+    run_s = (
+        datetime.fromisoformat(doc["finished_at"]).timestamp() - datetime.fromisoformat(doc["started_at"]).timestamp()
+    )
+    return {
+        "answers": n, "assertions": 3 * n, "grading_phase_s": round(run_s, 3),
+        "assertions_per_s": round(3 * n / run_s), "whole_command_s": round(m.wall_s, 3),
+        "peak_rss_mb": round(m.peak_rss_mb, 1), "pass_rate": doc["pass_rate"],
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny N, no promptfoo, no model (the CI smoke)")
+    parser.add_argument("--no-promptfoo", action="store_true")
+    parser.add_argument("--no-model", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args()
+    smoke = args.smoke
+    with_promptfoo = not (smoke or args.no_promptfoo)
+    if with_promptfoo and not PROMPTFOO.exists():
+        raise SystemExit("promptfoo is not installed: npm install --prefix bench/node promptfoo@0.121.20")
+    sizes = {"a": 20, "b": 10, "c": 2, "grading": 200, "validate": 3, "help": 2} if smoke else {
+        "a": 2000, "b": 500, "c": 50, "grading": 100_000, "validate": 100, "help": 15}  # fmt: skip
+    results: dict[str, object] = {"machine": f"{os.cpu_count()} cores", "smoke": smoke, "rows": []}
+    rows: list[dict[str, object]] = results["rows"]  # type: ignore[assignment]
+    fast = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "0")
+    slow = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "200")
+    try:
+        rows += scenario("a", n=sizes["a"], url=fast.url, concurrency=16, latency_s=None, with_promptfoo=with_promptfoo)
+        rows += scenario("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2, with_promptfoo=with_promptfoo)
+    finally:
+        fast.stop()
+        slow.stop()
+    if not (smoke or args.no_model):
+        model = Server(str(BENCH / "model_server.py"))
+        try:
+            rows += scenario(
+                "c", n=sizes["c"], url=model.url, concurrency=1, latency_s=None, with_promptfoo=with_promptfoo,
+                prompt="Question {i}: what is 6 times 7? Answer in one short sentence.", max_tokens=24,
+            )  # fmt: skip
+        finally:
+            model.stop()
+    results["startup"] = help_startup(sizes["help"])
+    results["validate"] = validate_many(sizes["validate"])
+    results["grading"] = grading_throughput(sizes["grading"])
+    print(render(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def render(results: dict[str, object]) -> str:
+    rows: list[dict[str, object]] = results["rows"]  # type: ignore[assignment]
+    lines = [
+        "| scenario | tool | prompts | concurrency | wall s | peak RSS MB | overhead ms/prompt | ideal s | x ideal | note |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['scenario']} | {r['tool']} | {r['prompts']} | {r['concurrency']} | {r['wall_s']} | {r['peak_rss_mb']} "
+            f"| {r['overhead_ms_per_prompt']} | {r['ideal_s'] or '—'} | {r['vs_ideal'] or '—'} | {r['note']} |"
+        )
+    for name in ("a", "b", "c"):
+        pair = {r["tool"]: r for r in rows if r["scenario"] == name}
+        if "evalkit" in pair and "promptfoo" in pair:
+            e, p = pair["evalkit"], pair["promptfoo"]
+            lines.append(
+                f"\n({name}) evalkit is {float(p['wall_s']) / float(e['wall_s']):.1f}x faster than promptfoo "  # type: ignore[arg-type]
+                f"at {float(e['peak_rss_mb']) / float(p['peak_rss_mb']):.2f}x its peak memory"  # type: ignore[arg-type]
+            )
+    lines += [
+        "",
+        f"start-up: {results['startup']}",
+        f"validate: {results['validate']}",
+        f"grading: {results['grading']}",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

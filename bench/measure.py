@@ -1,0 +1,87 @@
+"""Measuring benchmark commands: wall time and the peak RSS of a whole process tree, and
+benchmark servers that announce their port."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Measure:
+    wall_s: float
+    peak_rss_mb: float
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _tree_rss_kb(root: int) -> int:
+    """Resident memory of ``root`` and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            ppid, pages = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Measure:
+    """Run ``command``; wall time and the peak RSS of its whole process tree."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        command, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss_kb(proc.pid))
+            done.wait(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return Measure(wall, peak / 1024, proc.returncode, out, err)
+
+
+class Server:
+    """A benchmark server process that prints ``READY <port>`` when it listens."""
+
+    def __init__(self, *command: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().split()
+        if not line or line[0] != "READY":
+            raise SystemExit(f"server {command} did not start")
+        self.port = int(line[1])
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.communicate(timeout=30)

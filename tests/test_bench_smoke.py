@@ -1,0 +1,41 @@
+"""The benchmark scripts run (tiny sizes, no promptfoo, no model), so they cannot rot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def run(*args: str) -> str:
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("EVALKIT_DB", None)
+    result = subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_promptfoo_bench_smoke() -> None:
+    out = run("bench/bench_promptfoo.py", "--smoke")
+    assert "| a | evalkit | 20 | 16 |" in out
+    assert "| b | evalkit | 10 | 32 |" in out
+    assert "assertions_per_s" in out
+
+
+def test_store_bench_smoke() -> None:
+    out = run("bench/bench_store.py", "--runs", "20", "--items", "20", "--write-items", "200", "--repeat", "1")
+    assert "`evalkit report`" in out
+
+
+def test_retrieval_bench_smoke() -> None:
+    out = run("bench/bench_retrieval.py", "--docs", "300", "--questions", "30", "--rank-bm25-questions", "5")
+    assert "| evalkit lexical (bm25s) |" in out
+    assert "| rank-bm25 BM25Okapi |" in out
