@@ -117,29 +117,23 @@ def run_promptfoo(folder: Path, config: Path, concurrency: int) -> tuple[Measure
 
 
 def scenario(
-    name: str, *, n: int, url: str, concurrency: int, latency_s: float | None, with_promptfoo: bool,
+    name: str, *, n: int, url: str, concurrency: int, latency_s: float | None, tools: tuple[str, ...],
     prompt: str = "Question number {i}: what is the answer?", max_tokens: int = 32,
 ) -> list[dict[str, object]]:  # fmt: skip
+    """Run the suite with each of ``tools`` ("evalkit", "promptfoo") against ``url``."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
         folder = Path(tmp)
-        evalkit_suite(folder, f"bench.{name}", n, url, concurrency, prompt, max_tokens)
-        measured, doc = run_evalkit(folder, concurrency)
-        started = datetime.fromisoformat(str(doc["started_at"])).timestamp()
-        finished = datetime.fromisoformat(str(doc["finished_at"])).timestamp()
-        rows.append(
-            _row(
-                name,
-                "evalkit",
-                n,
-                concurrency,
-                latency_s,
-                measured,
-                f"pass rate {doc['pass_rate']:.3f}",
-                finished - started,
+        if "evalkit" in tools:
+            evalkit_suite(folder, f"bench.{name}", n, url, concurrency, prompt, max_tokens)
+            measured, doc = run_evalkit(folder, concurrency)
+            run_s = (
+                datetime.fromisoformat(str(doc["finished_at"])).timestamp()
+                - datetime.fromisoformat(str(doc["started_at"])).timestamp()
             )
-        )
-        if with_promptfoo:
+            note = f"pass rate {doc['pass_rate']:.3f}"
+            rows.append(_row(name, "evalkit", n, concurrency, latency_s, measured, note, run_s))
+        if "promptfoo" in tools:
             config = promptfoo_suite(folder, n, url, prompt, max_tokens)
             measured, pf_stats = run_promptfoo(folder, config, concurrency)
             passed = pf_stats["successes"] / n  # type: ignore[operator]
@@ -237,6 +231,7 @@ def main() -> None:
     args = parser.parse_args()
     smoke = args.smoke
     with_promptfoo = not (smoke or args.no_promptfoo)
+    tools = ("evalkit", "promptfoo") if with_promptfoo else ("evalkit",)
     if with_promptfoo and not PROMPTFOO.exists():
         raise SystemExit("promptfoo is not installed: npm install --prefix bench/node promptfoo@0.121.20")
     sizes = {"a": 20, "b": 10, "c": 2, "grading": 200, "validate": 3, "help": 2} if smoke else {
@@ -246,20 +241,23 @@ def main() -> None:
     fast = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "0")
     slow = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "200")
     try:
-        rows += scenario("a", n=sizes["a"], url=fast.url, concurrency=16, latency_s=None, with_promptfoo=with_promptfoo)
-        rows += scenario("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2, with_promptfoo=with_promptfoo)
+        rows += scenario("a", n=sizes["a"], url=fast.url, concurrency=16, latency_s=None, tools=tools)
+        rows += scenario("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2, tools=tools)
     finally:
         fast.stop()
         slow.stop()
     if not (smoke or args.no_model):
-        model = Server(str(BENCH / "model_server.py"))
-        try:
-            rows += scenario(
-                "c", n=sizes["c"], url=model.url, concurrency=1, latency_s=None, with_promptfoo=with_promptfoo,
-                prompt="Question {i}: what is 6 times 7? Answer in one short sentence.", max_tokens=24,
-            )  # fmt: skip
-        finally:
-            model.stop()
+        # A fresh model server per tool: llama.cpp keeps a prompt cache, so a second tool asking
+        # the same prompts of the same server would skip their prompt processing.
+        for tool in tools:
+            model = Server(str(BENCH / "model_server.py"))
+            try:
+                rows += scenario(
+                    "c", n=sizes["c"], url=model.url, concurrency=1, latency_s=None, tools=(tool,),
+                    prompt="Question {i}: what is 6 times 7? Answer in one short sentence.", max_tokens=24,
+                )  # fmt: skip
+            finally:
+                model.stop()
     results["startup"] = help_startup(sizes["help"])
     results["validate"] = validate_many(sizes["validate"])
     results["grading"] = grading_throughput(sizes["grading"])

@@ -51,6 +51,12 @@ def parse_tolerance_option(name: str, value: str | None) -> Decimal | None:
         raise ToleranceError(f"{name}: must be a finite number in 0..1, got {value!r}") from None
 
 
+def tolerance_overrides(**options: str | None) -> dict[str, Decimal]:
+    """Tolerance options given on the command line (``max_top1_drop="0.2"``), each checked."""
+    parsed = {name: parse_tolerance_option("--" + name.replace("_", "-"), value) for name, value in options.items()}
+    return {name: value for name, value in parsed.items() if value is not None}
+
+
 def stdout_console() -> Any:
     from rich.console import Console
 

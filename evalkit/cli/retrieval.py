@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from evalkit.cli.options import config_option, db_option, format_option, parse_tolerance_option
+from evalkit.cli.options import config_option, db_option, format_option, tolerance_overrides
 from evalkit.cli.run import emit, exit_code
 
 
@@ -40,14 +40,7 @@ def retrieval_command(
     """Measure a retriever on a labelled question set (a file or a set id)."""
     from evalkit import api
 
-    overrides = {
-        name: value
-        for name, value in (
-            ("max_top1_drop", parse_tolerance_option("--max-top1-drop", max_top1_drop)),
-            ("max_top3_drop", parse_tolerance_option("--max-top3-drop", max_top3_drop)),
-        )
-        if value is not None
-    }
+    overrides = tolerance_overrides(max_top1_drop=max_top1_drop, max_top3_drop=max_top3_drop)
     cfg = api.load_config(config)
     plan = api.plan_retrieval(
         target, cfg, retriever=retriever, limit=limit, db=db, tolerance_overrides=overrides,

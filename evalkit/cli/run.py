@@ -15,9 +15,9 @@ from evalkit.cli.options import (
     db_option,
     fancy_progress,
     format_option,
-    parse_tolerance_option,
     stderr_console,
     stdout_console,
+    tolerance_overrides,
 )
 
 
@@ -74,14 +74,7 @@ def run_command(
     """Run prompt sets (files, folders or set ids) against a model endpoint."""
     from evalkit import api
 
-    overrides = {
-        name: value
-        for name, value in (
-            ("max_pass_rate_drop", parse_tolerance_option("--max-pass-rate-drop", max_pass_rate_drop)),
-            ("max_mean_score_drop", parse_tolerance_option("--max-mean-score-drop", max_mean_score_drop)),
-        )
-        if value is not None
-    }
+    overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
     grader_name = api.resolve_grader_name(grader, strict=True)
     cfg = api.load_config(config)
     sets = api.load_prompt_sets(targets, cfg)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, ProviderConfig
 from evalkit.errors import ProviderError
-from evalkit.providers.http import JsonClient
+from evalkit.providers.http import provider_client
 from evalkit.providers.openai import api_key
-from evalkit.providers.retry import RetryPolicy
 from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -30,18 +28,7 @@ class AnthropicProvider:
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if key:
             headers["x-api-key"] = key
-        headers.update(config.headers)
-        self.client = JsonClient(
-            f"provider '{config.id}'",
-            config.base_url or ANTHROPIC_DEFAULT_URL,
-            headers=headers,
-            timeout_s=config.timeout_s,
-            max_connections=config.max_concurrency,
-            key_env=config.api_key_env,
-            secrets=(key,) if key else (),
-        )
-        self.policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s)
-        self._slots = asyncio.Semaphore(config.max_concurrency)
+        self.client = provider_client(config, config.base_url or ANTHROPIC_DEFAULT_URL, headers, key)
 
     def payload(self, request: CompletionRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -64,13 +51,7 @@ class AnthropicProvider:
         return payload
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        payload = self.payload(request)
-
-        async def attempt() -> tuple[dict[str, Any], float]:
-            async with self._slots:
-                return await self.client.post("messages", payload)
-
-        body, latency_ms = await self.policy.run(attempt)
+        body, latency_ms = await self.client.call("messages", self.payload(request))
         content = body.get("content")
         if not isinstance(content, list):
             raise ProviderError(f"provider '{self.instance_id}': response has no content list")

@@ -17,8 +17,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.config import ProviderConfig
 from evalkit.errors import ProviderError, ProviderRefused
-from evalkit.providers.retry import TransientError, is_retryable_status, parse_retry_after
+from evalkit.providers.retry import RetryPolicy, TransientError, is_retryable_status, parse_retry_after
 
 REFUSED_STATUS = frozenset({401, 403, 404})
 
@@ -45,12 +46,14 @@ class JsonClient:
         key_env: str | None = None,
         secrets: tuple[str, ...] = (),
         hints: Mapping[int, str] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         import httpx
 
         self.name = name
         self.key_env = key_env
         self._hints = dict(hints or {})
+        self._retry = retry or RetryPolicy(max_retries=0)
         self._secrets = tuple(s for s in secrets if s)
         self._httpx = httpx
         self._base = base_url
@@ -79,6 +82,10 @@ class JsonClient:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
+
+    async def call(self, path: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
+        """``post`` under the client's retry policy; the lanes bound how many are in flight."""
+        return await self._retry.run(lambda: self.post(path, payload))
 
     async def post(self, path: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
         """The decoded JSON object answered to ``payload`` (posted to the base URL joined with
@@ -138,6 +145,20 @@ class JsonClient:
         lanes, self._lanes = self._lanes, []
         for client in lanes:
             await client.aclose()
+
+
+def provider_client(config: ProviderConfig, base_url: str, headers: Mapping[str, str], key: str | None) -> JsonClient:
+    """The JSON client of one provider instance: its limits, timeouts, retries and secrets."""
+    return JsonClient(
+        f"provider '{config.id}'",
+        base_url,
+        headers={**headers, **config.headers},
+        timeout_s=config.timeout_s,
+        max_connections=config.max_concurrency,
+        key_env=config.api_key_env,
+        secrets=(key,) if key else (),
+        retry=RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s),
+    )
 
 
 @functools.cache

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
 from evalkit.config import OPENAI_DEFAULT_URL, ProviderConfig
 from evalkit.errors import InputError, ProviderError
-from evalkit.providers.http import JsonClient
-from evalkit.providers.retry import RetryPolicy
+from evalkit.providers.http import provider_client
 from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
 
 
@@ -37,18 +35,7 @@ class OpenAIProvider:
         self.config = config
         key = api_key(config)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        headers.update(config.headers)
-        self.client = JsonClient(
-            f"provider '{config.id}'",
-            base_url or config.base_url or OPENAI_DEFAULT_URL,
-            headers=headers,
-            timeout_s=config.timeout_s,
-            max_connections=config.max_concurrency,
-            key_env=config.api_key_env,
-            secrets=(key,) if key else (),
-        )
-        self.policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s)
-        self._slots = asyncio.Semaphore(config.max_concurrency)
+        self.client = provider_client(config, base_url or config.base_url or OPENAI_DEFAULT_URL, headers, key)
 
     def payload(self, request: CompletionRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -67,13 +54,7 @@ class OpenAIProvider:
         return payload
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        payload = self.payload(request)
-
-        async def attempt() -> tuple[dict[str, Any], float]:
-            async with self._slots:
-                return await self.client.post("chat/completions", payload)
-
-        body, latency_ms = await self.policy.run(attempt)
+        body, latency_ms = await self.client.call("chat/completions", self.payload(request))
         return self.parse(body, request, latency_ms)
 
     def parse(self, body: dict[str, Any], request: CompletionRequest, latency_ms: float) -> Completion:

@@ -42,19 +42,13 @@ def junit_xml(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
         ):
             ET.SubElement(props, "property", name=name, value=_clean(value))
         for item in run.items:
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=run.set_id,
-                name=_clean(item.id),
-                time=f"{(item.latency_ms or 0.0) / 1000.0:.3f}",
-            )
+            case = _testcase(suite, run.set_id, item.id, item.latency_ms)
             if item.errored:
-                node = ET.SubElement(case, "error", message=_clean(item.error), type="ProviderError")
-                node.text = _clean(item.error)
+                _outcome(case, "error", "ProviderError", item.error or "", item.error or "")
             elif not item.passed:
-                node = ET.SubElement(case, "failure", message=_clean(item.reason), type="AssertionFailed")
-                node.text = _clean(f"{item.reason}\n\nanswer:\n{item.response or ''}")
+                _outcome(
+                    case, "failure", "AssertionFailed", item.reason, f"{item.reason}\n\nanswer:\n{item.response or ''}"
+                )
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -71,20 +65,24 @@ def _retrieval_suite(suites: ET.Element, run: RetrievalRunResult) -> None:
     for name, value in (("run_id", run.run_id), ("grader", run.grader), ("retriever", run.retriever)):
         ET.SubElement(props, "property", name=name, value=_clean(value))
     for item in run.items:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname=run.set_id,
-            name=_clean(item.id),
-            time=f"{(item.latency_ms or 0.0) / 1000.0:.3f}",
-        )
+        case = _testcase(suite, run.set_id, item.id, item.latency_ms)
         if item.error is not None:
-            node = ET.SubElement(case, "error", message=_clean(item.error), type="RetrieverError")
-            node.text = _clean(item.error)
+            _outcome(case, "error", "RetrieverError", item.error, item.error)
         elif not item.top1_hit:
-            message = f"top-1 miss ({'top-3 hit' if item.top3_hit else 'top-3 miss'}); retrieved: {', '.join(item.retrieved) or 'nothing'}"
-            node = ET.SubElement(case, "failure", message=_clean(message), type="RetrievalMiss")
-            node.text = _clean(f"{message}\n\nquestion:\n{item.question}")
+            verdict = "top-3 hit" if item.top3_hit else "top-3 miss"
+            message = f"top-1 miss ({verdict}); retrieved: {', '.join(item.retrieved) or 'nothing'}"
+            _outcome(case, "failure", "RetrievalMiss", message, f"{message}\n\nquestion:\n{item.question}")
+
+
+def _testcase(suite: ET.Element, classname: str, name: str, latency_ms: float | None) -> ET.Element:
+    return ET.SubElement(
+        suite, "testcase", classname=classname, name=_clean(name), time=f"{(latency_ms or 0.0) / 1000.0:.3f}"
+    )
+
+
+def _outcome(case: ET.Element, tag: str, kind: str, message: str, text: str) -> None:
+    node = ET.SubElement(case, tag, message=_clean(message), type=kind)
+    node.text = _clean(text)
 
 
 def write_junit(path: Path, runs: Sequence[RunResult | RetrievalRunResult]) -> None:

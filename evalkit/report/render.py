@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evalkit.records import RetrievalRunResult, RunResult
+from evalkit.records import Comparison, RetrievalRunResult, RunResult
 
 MAX_LISTED = 100
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -136,15 +136,16 @@ def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = N
             f"pass@{run.repeats} {percent(rs.pass_at_n_rate)} · pass^{run.repeats} {percent(rs.pass_all_rate)} · "
             f"flaky prompts {rs.flaky}"
         )
-    if run.comparison is not None:
-        console.print(Text(run.comparison.reason, style=verdict_style(run.comparison.state, run.comparison.regressed)))
+    render_verdict(console, run.comparison, gate)
+
+
+def render_verdict(console: Console, comparison: Comparison | None, gate: dict[str, Any] | None) -> None:
+    """The comparison's verdict in words, and the gate when one was requested."""
+    if comparison is not None:
+        console.print(Text(comparison.reason, style=verdict_style(comparison.state, comparison.regressed)))
     if gate and gate.get("fail_on_regression"):
-        console.print(
-            Text(
-                "Gate: passed" if gate.get("passed") else "Gate: FAILED",
-                style="green" if gate.get("passed") else "bold red",
-            )
-        )
+        passed = bool(gate.get("passed"))
+        console.print(Text("Gate: passed" if passed else "Gate: FAILED", style="green" if passed else "bold red"))
 
 
 def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]) -> None:
@@ -234,15 +235,7 @@ def render_retrieval(console: Console, run: RetrievalRunResult, gate: dict[str, 
         f"chunking {prov.get('chunking') or 'unknown'} · pipeline {prov.get('pipeline') or 'unknown'} · "
         f"benchmark {run.benchmark_fingerprint or 'unknown'}[/dim]"
     )
-    if run.comparison is not None:
-        console.print(Text(run.comparison.reason, style=verdict_style(run.comparison.state, run.comparison.regressed)))
-    if gate and gate.get("fail_on_regression"):
-        console.print(
-            Text(
-                "Gate: passed" if gate.get("passed") else "Gate: FAILED",
-                style="green" if gate.get("passed") else "bold red",
-            )
-        )
+    render_verdict(console, run.comparison, gate)
 
 
 def render_any(

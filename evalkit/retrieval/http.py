@@ -22,14 +22,13 @@ class HttpRetriever:
             403: "the endpoint refused the request's credentials; check the retriever service",
             404: "check the retriever's url in evalkit.yaml",
         }
-        self.client = JsonClient(f"retriever '{config.id}'", config.url, timeout_s=config.timeout_s, hints=hints)
-        self.policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s)
+        retry = RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s)
+        self.client = JsonClient(
+            f"retriever '{config.id}'", config.url, timeout_s=config.timeout_s, hints=hints, retry=retry
+        )
 
     async def search(self, question: str, limit: int) -> Ranking:
-        async def attempt() -> tuple[dict[str, object], float]:
-            return await self.client.post("", {"question": question, "limit": limit})
-
-        body, latency_ms = await self.policy.run(attempt)
+        body, latency_ms = await self.client.call("", {"question": question, "limit": limit})
         ids = body.get("ids")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise RetrieverError(f"retriever '{self.id}': the response needs \"ids\": a list of strings")
