@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.config import Config, ProviderConfig, db_path
-from evalkit.errors import EvalkitError, InputError, UnknownNameError
+from evalkit.errors import EvalkitError, InputError, SchemaOutdatedError, UnknownNameError
 from evalkit.providers import default_alias
 from evalkit.records import GRADERS, AnySet, PairedTest, PromptSet, RetrievalRunResult, RunResult
 from evalkit.routing import RankedModel
@@ -102,6 +102,8 @@ def _parse_overrides(values: dict[str, Any]) -> dict[str, Any]:
 
     out = {}
     for name, value in values.items():
+        if name not in ("max_pass_rate_drop", "max_mean_score_drop"):
+            raise InputError(f"unknown tolerance {name!r} (expected max_pass_rate_drop or max_mean_score_drop)")
         try:
             out[name] = parse_tolerance(value)
         except ValueError as exc:
@@ -114,17 +116,13 @@ def _read_store(config: Config, db: str | Path | None) -> Any:
     from evalkit.store import Store
 
     path = db_path(config, db)
-    if not path.is_file():
+    if not path.exists():
         return None
     try:
         return Store.open(path, read_only=True)
-    except Exception as exc:  # an older schema: open writable once to migrate
-        from evalkit.errors import StoreError
-
-        if isinstance(exc, StoreError) and "schema is older" in str(exc):
-            Store.open(path).close()
-            return Store.open(path, read_only=True)
-        raise
+    except SchemaOutdatedError:  # open writable once to migrate, then read
+        Store.open(path).close()
+        return Store.open(path, read_only=True)
 
 
 def history(
@@ -307,6 +305,16 @@ def compare_runs(
             raise InputError("compare needs two run ids, or --set SET with two --provider options")
         summaries = [run_summary(store, i) for i in ids]
         samples = [item_outcomes(store, i) for i in ids]
+    if summaries[0]["kind"] != summaries[1]["kind"]:
+        raise InputError(
+            f"run {ids[0]} is a {summaries[0]['kind']} run and run {ids[1]} a {summaries[1]['kind']} run; "
+            "compare runs of one kind"
+        )
+    if summaries[0]["set_id"] != summaries[1]["set_id"]:
+        raise InputError(
+            f"runs {ids[0]} ({summaries[0]['set_id']}) and {ids[1]} ({summaries[1]['set_id']}) are of different "
+            "sets; compare runs of one set"
+        )
     for summary, rows in zip(summaries, samples, strict=True):
         if not rows:
             raise InputError(

@@ -35,6 +35,7 @@ class BaselineRun:
     mean_score: float
     passed_count: int = 0
     item_count: int = 0
+    set_fingerprint: str | None = None
 
 
 def exact_rate(value: float) -> Decimal:
@@ -56,9 +57,11 @@ def comparable_grader(grader: str) -> bool:
 
 
 def describe_scope(run: RunResult) -> str:
+    """The baseline scope in words: the generator that answered (a fallback names itself)."""
     gen = run.generator
-    reported = gen.reported_model if gen else "unknown"
-    return f"{run.set_id} on {run.provider}/{run.model} (reported {reported}), graded by {run.grader}"
+    if gen is None:
+        return f"{run.set_id} on {run.provider}/{run.model} (reported unknown), graded by {run.grader}"
+    return f"{run.set_id} on {gen.provider}/{gen.model} (reported {gen.reported_model}), graded by {run.grader}"
 
 
 def not_comparable_reason(run: RunResult) -> str | None:
@@ -107,6 +110,14 @@ def compare_run(
     (``paired``) also finds it significant at that level; an insignificant drop is reported as such.
     """
     verdict, breaches = _tolerance_verdict(run, baseline, tolerances)
+    if (
+        verdict.state == "compared"
+        and baseline is not None
+        and baseline.set_fingerprint not in (None, run.set_fingerprint)
+    ):
+        verdict = replace(
+            verdict, reason=f"{verdict.reason} Note: the set's prompts or assertions changed since that run."
+        )
     if verdict.state != "compared" or (paired is None and significance is None):
         return verdict
     verdict = replace(verdict, paired=paired, significance=significance)
@@ -170,6 +181,12 @@ def _tolerance_verdict(
         mean_score_delta=float(score_delta),
     )
     return comparison, breaches
+
+
+def gate_of(comparison: Comparison | None, fail_on_regression: bool) -> dict[str, bool]:
+    """The gate block of the JSON output (and of the stored run)."""
+    passed = comparison is not None and gate_passed(comparison, fail_on_regression)
+    return {"fail_on_regression": fail_on_regression, "passed": passed or not fail_on_regression}
 
 
 def gate_passed(comparison: Comparison, fail_on_regression: bool) -> bool:

@@ -20,9 +20,6 @@ from evalkit.errors import InputError, UnknownNameError
 
 CONFIG_NAME = "evalkit.yaml"
 DEFAULT_DB = Path(".evalkit") / "evalkit.duckdb"
-PRIVACY_LEVELS = ("none", "metadata", "redacted", "full")
-ADAPTERS = ("openai", "anthropic", "replay", "local")
-RETRIEVER_KINDS = ("http", "command", "lexical")
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com/v1"
 
@@ -166,7 +163,8 @@ def implicit_provider(model: str | None) -> ProviderConfig | None:
             adapter="openai",
             model=model,
             base_url=os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL,
-            api_key_env="OPENAI_API_KEY",
+            # a keyless OpenAI-compatible server (vLLM, Ollama, llama.cpp) needs no key
+            api_key_env="OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None,
             implicit=True,
         )
     if local_runtime_installed():

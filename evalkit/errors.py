@@ -14,6 +14,7 @@ and exits with the class's ``exit_code``. Anything else is a bug and keeps its t
         ├── RetrieverError        a retriever call failed
         ├── ModelMissingError     the local model file or its runtime is not installed
         └── StoreError            the database could not be opened, locked too long, or failed
+            └── SchemaOutdatedError  read-only open of an older schema
 
 Exit code 1 (a quality gate failed) is not an error: the CLI decides it from the run's verdict.
 """
@@ -94,3 +95,7 @@ class ModelMissingError(RunError):
 
 class StoreError(RunError):
     """The database could not be opened or written."""
+
+
+class SchemaOutdatedError(StoreError):
+    """A read-only open found migrations pending: the database must be opened writable once."""

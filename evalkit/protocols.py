@@ -6,10 +6,9 @@ decision grader receives a ``Provider``, the runner a ``CompletionCache``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
-from evalkit.records import Completion, CompletionRequest, Grade, Prompt, PromptSet, ServingRecord
+from evalkit.records import Completion, CompletionRequest, Grade, Prompt, PromptSet, Ranking, ServingRecord
 
 
 class Provider(Protocol):
@@ -46,8 +45,11 @@ class CompletionCache(Protocol):
 
 
 class Retriever(Protocol):
-    """Returns ranked document ids for a question, and optional provenance."""
+    """A remote retriever (http, command): ranked document ids for a question."""
 
-    id: str
+    @property
+    def id(self) -> str: ...
 
-    def search(self, question: str, limit: int) -> Sequence[str]: ...
+    async def search(self, question: str, limit: int) -> Ranking: ...
+
+    async def aclose(self) -> None: ...

@@ -16,9 +16,7 @@ from typing import Any, Literal
 JsonValue = Any
 Params = Mapping[str, JsonValue]
 
-ASSERTION_TYPES = ("contains", "exact", "json_schema", "regex")
 GRADERS = ("deterministic", "decision")
-QUESTION_FORMS = ("match", "gap")
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +228,6 @@ class Grade:
     assertions: tuple[AssertionResult, ...] = ()
     yardstick: str | None = "deterministic"  # None: the grading failed, nothing measured it
     usage: Usage = Usage()
-    failed: bool = False  # the grading itself failed (a decision that could not be made)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +280,23 @@ class PairedTest:
         p = "p < 0.001" if self.p_value < 0.001 else f"p = {self.p_value:.3f}"
         return f"pass rate {self.pass_rate_delta * 100:+.1f} pp (95% CI {low * 100:+.1f} … {high * 100:+.1f}), {p}"
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> PairedTest:
+        return cls(
+            paired=data["paired_items"],
+            only_first=data["only_in_first"],
+            only_second=data["only_in_second"],
+            pass_rate_delta=data["pass_rate_delta"],
+            mean_score_delta=data["mean_score_delta"],
+            pass_rate_ci=tuple(data["pass_rate_ci95"]),
+            mean_score_ci=tuple(data["mean_score_ci95"]),
+            p_value=data["p_value"],
+            test=data["test"],
+            lost=data["pass_to_fail"],
+            gained=data["fail_to_pass"],
+            score_p_value=data.get("mean_score_p_value", 1.0),
+        )
+
     def as_dict(self) -> dict[str, JsonValue]:
         return {
             "paired_items": self.paired,
@@ -330,6 +344,22 @@ class Comparison:
         if self.significance is not None:
             out["significance"] = self.significance
         return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Comparison:
+        """The inverse of ``as_dict`` (a stored comparison)."""
+        paired = data.get("paired_test")
+        return cls(
+            state=data["state"],
+            reason=data["reason"],
+            regressed=bool(data.get("regressed")),
+            baseline_run_id=data.get("baseline_run_id"),
+            pass_rate_delta=data.get("pass_rate_delta"),
+            mean_score_delta=data.get("mean_score_delta"),
+            treatment_changed=data.get("treatment_changed"),
+            paired=PairedTest.from_dict(paired) if isinstance(paired, Mapping) else None,
+            significance=data.get("significance"),
+        )
 
 
 def shared_generator(serving: list[ServingRecord | None]) -> ServingRecord | None:
@@ -435,6 +465,15 @@ class RunResult:
     @property
     def mean_score(self) -> float:
         return self.totals.mean_score
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """What a retriever returns for one question: ranked ids and any provenance it declares."""
+
+    ids: tuple[str, ...]
+    provenance: Mapping[str, object] = field(default_factory=dict)
+    latency_ms: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -204,11 +204,11 @@ async def run_items(
             for _ in range(workers):
                 group.create_task(worker())
     except BaseExceptionGroup as group_error:
-        raise _first(group_error) from None
+        raise first_error(group_error) from None
     return [r for r in results if r is not None]
 
 
-def _first(group: BaseExceptionGroup[Any]) -> BaseException:
+def first_error(group: BaseExceptionGroup[Any]) -> BaseException:
     """The exception to surface from a task group: a refusal first, else the first one."""
     leaves: list[BaseException] = []
 

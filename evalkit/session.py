@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from evalkit._version import __version__
-from evalkit.compare import BaselineRun, compare_run, gate_passed, not_comparable_reason, paired_test
+from evalkit.compare import BaselineRun, compare_run, gate_of, not_comparable_reason, paired_test
 from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
 from evalkit.errors import InputError
 from evalkit.protocols import Grader
@@ -32,7 +31,7 @@ from evalkit.records import (
     RunResult,
     Tolerances,
 )
-from evalkit.runner import build_request, cache_key, run_prompt_set
+from evalkit.runner import build_request, cache_key, first_error, run_prompt_set
 from evalkit.sets import resolve_sets
 
 Progress = Callable[[ItemResult], None]
@@ -59,7 +58,7 @@ class RunPlan:
     db: Path | None
     use_cache: bool  # keep completions in the cache (config ``cache:``)
     read_cache: bool  # replay cached completions (off with --no-cache)
-    concurrency: int
+    concurrency: int | None  # None: each instance's max_concurrency
     tolerance_overrides: dict[str, Any]
     fail_on_regression: bool = False
     repeats: int = 1
@@ -115,7 +114,7 @@ def plan_run(
         db=db_path(config, db) if store else None,
         use_cache=config.cache,
         read_cache=use_cache,
-        concurrency=concurrency or max(1, targets[0].provider.max_concurrency),
+        concurrency=concurrency,
         tolerance_overrides=dict(tolerance_overrides or {}),
         fail_on_regression=fail_on_regression,
         repeats=repeats,
@@ -167,87 +166,88 @@ def _make_grader(plan: RunPlan, pool: ProviderPool, cache: Any) -> Grader:
 def execute_plan(
     plan: RunPlan, progress: Progress | None = None, on_start: Callable[[PromptSet], None] | None = None
 ) -> list[RunResult]:
-    """Run every set of the plan on every target, compare each run with its baseline, store it."""
+    """Run every set of the plan on every target; then compare each run with its baseline and
+    store it (one transaction per run). An interrupted or aborted plan stores no run; the answers
+    it received stay in the cache."""
     from evalkit.store import StoreCache
 
     cache = StoreCache(plan.db) if plan.db is not None and plan.use_cache else None
-    opening: Future[None] | None = None
-    if plan.db is not None and cache is not None and plan.read_cache:
-        _prepare_database(plan, cache)  # the cache must be read before the first call
-    elif plan.db is not None:
-        # Nothing to read first: create or migrate the database while the calls go out.
-        opening = ThreadPoolExecutor(max_workers=1).submit(_open_database, plan.db)
-    pool = ProviderPool(_lookup(plan))
-    grader = _make_grader(plan, pool, cache)
-
-    async def run_all() -> list[RunResult]:
-        results: list[RunResult] = []
-        try:
-            if plan.judge is not None and plan.judge_alias is not None and plan.judge.adapter != "replay":
-                from evalkit.graders import probe
-
-                await probe(pool.get(plan.judge.id), plan.judge_alias)
-            for prompt_set in plan.sets:
-                if on_start is not None:
-                    on_start(prompt_set)
-                runs = await asyncio.gather(
-                    *(
-                        run_prompt_set(
-                            prompt_set,
-                            pool=pool,
-                            provider=target.provider,
-                            grader=grader,
-                            alias=target.alias,
-                            cache=cache,
-                            read_cache=plan.read_cache,
-                            concurrency=plan.concurrency,
-                            tolerances=_tolerances(prompt_set, plan.tolerance_overrides),
-                            progress=progress,
-                            grader_cost=plan.judge.cost if plan.judge else None,
-                            repeats=plan.repeats,
-                        )
-                        for target in plan.targets
-                    )
-                )
-                if opening is not None:
-                    opening.result()  # a database that cannot be opened fails the run here (exit 3)
-                results.extend(_compare_and_store(plan, run) for run in runs)
-        finally:
-            await pool.aclose()
-        return results
-
+    if plan.db is not None:
+        _prepare_database(plan, cache)  # a database that cannot be opened fails before any call
     try:
-        return asyncio.run(run_all())
+        runs = asyncio.run(_run_all(plan, cache, progress, on_start))
     finally:
         if cache is not None:
             cache.flush()
+    return _compare_and_store(plan, runs)
 
 
-def _open_database(path: Path) -> None:
-    from evalkit.store import Store
+async def _run_all(
+    plan: RunPlan, cache: Any, progress: Progress | None, on_start: Callable[[PromptSet], None] | None
+) -> list[RunResult]:
+    pool = ProviderPool(_lookup(plan))
+    grader = _make_grader(plan, pool, cache)
+    runs: list[RunResult] = []
+    try:
+        if plan.judge is not None and plan.judge_alias is not None and plan.judge.adapter != "replay":
+            from evalkit.graders import probe
 
-    with Store.open(path):
-        pass
+            await probe(pool.get(plan.judge.id), plan.judge_alias)
+        for prompt_set in plan.sets:
+            if on_start is not None:
+                on_start(prompt_set)
+            try:
+                async with asyncio.TaskGroup() as group:
+                    tasks = [
+                        group.create_task(
+                            run_prompt_set(
+                                prompt_set,
+                                pool=pool,
+                                provider=target.provider,
+                                grader=grader,
+                                alias=target.alias,
+                                cache=cache,
+                                read_cache=plan.read_cache,
+                                concurrency=plan.concurrency or max(1, target.provider.max_concurrency),
+                                tolerances=_tolerances(prompt_set, plan.tolerance_overrides),
+                                progress=progress,
+                                grader_cost=plan.judge.cost if plan.judge else None,
+                                repeats=plan.repeats,
+                            )
+                        )
+                        for target in plan.targets
+                    ]
+            except BaseExceptionGroup as failure:
+                raise first_error(failure) from None
+            runs.extend(task.result() for task in tasks)
+    finally:
+        await pool.aclose()
+    return runs
 
 
 def _prepare_database(plan: RunPlan, cache: Any) -> None:
     """Open (create, migrate) the database before any call, and preload the cache with every
     entry the run may ask for: each prompt and repeat on every target and its fallbacks."""
+    from evalkit.store import Store
+
     assert plan.db is not None
-    _open_database(plan.db)
-    aliases: dict[str, str] = {}
-    for target in plan.targets:
-        chain = _fallback_chain(plan.config, target.provider)
-        aliases |= {target.provider.id: target.alias} | {c.id: default_alias(c) for c in chain[1:]}
-    cache.preload(
-        cache_key(instance, build_request(s, p, alias), repeat)
-        for instance, alias in aliases.items()
-        for s in plan.sets
-        for p in s.prompts
-        for repeat in range(plan.repeats)
-    )
-    if plan.judge is not None and plan.judge_alias is not None:
-        cache.preload_instance(plan.judge.id, plan.judge_alias)
+    with Store.open(plan.db) as store:
+        if cache is None or not plan.read_cache:
+            return
+        aliases: dict[str, str] = {}
+        for target in plan.targets:
+            chain = _fallback_chain(plan.config, target.provider)
+            aliases |= {target.provider.id: target.alias} | {c.id: default_alias(c) for c in chain[1:]}
+        keys = [
+            cache_key(instance, build_request(s, p, alias), repeat)
+            for instance, alias in aliases.items()
+            for s in plan.sets
+            for p in s.prompts
+            for repeat in range(plan.repeats)
+        ]
+        cache.preload(store, keys)
+        if plan.judge is not None and plan.judge_alias is not None:
+            cache.preload_instance(store, plan.judge.id, plan.judge_alias)
 
 
 def _tolerances(prompt_set: PromptSet, overrides: dict[str, Any]) -> Tolerances:
@@ -258,37 +258,45 @@ def _tolerances(prompt_set: PromptSet, overrides: dict[str, Any]) -> Tolerances:
     )
 
 
-def _compare_and_store(plan: RunPlan, run: RunResult) -> RunResult:
-    from evalkit.store import Store, find_baseline, item_outcomes, save_run
+def _compare_and_store(plan: RunPlan, runs: list[RunResult]) -> list[RunResult]:
+    """Each run compared with its baseline and stored, in one short database session."""
+    from evalkit.store import Store
 
     if plan.db is None:
-        reason = not_comparable_reason(run)
-        text = f"Not compared: {reason}." if reason else "Not compared: no store (the run was not stored)."
-        return replace(run, comparison=Comparison("not_compared", text))
+        return [replace(run, comparison=_unstored_comparison(run)) for run in runs]
     with Store.open(plan.db) as store:
-        baseline, paired = None, None
-        gen = run.generator
-        if gen is not None and gen.reported_model:
-            row = find_baseline(
-                store,
-                set_id=run.set_id,
-                provider=gen.provider,
-                model=gen.model,
-                reported_model=gen.reported_model,
-                grader=run.grader,
-            )
-            baseline = BaselineRun(**row) if row else None
-        if baseline is not None and (plan.repeats > 1 or plan.significance is not None):
-            before = item_outcomes(store, baseline.run_id)
-            if before:
-                paired = paired_test(before, [(i.id, i.passed, i.score) for i in run.items])
-        comparison = compare_run(run, baseline, run.tolerances, paired, plan.significance)
-        run = replace(run, comparison=comparison)
-        gate = {
-            "fail_on_regression": plan.fail_on_regression,
-            "passed": gate_passed(comparison, plan.fail_on_regression),
-        }
-        save_run(store, run, plan.config.privacy, __version__, gate)
+        return [_compare_and_save(plan, store, run) for run in runs]
+
+
+def _unstored_comparison(run: RunResult) -> Comparison:
+    reason = not_comparable_reason(run)
+    return Comparison(
+        "not_compared", f"Not compared: {reason}." if reason else "Not compared: no store (the run was not stored)."
+    )
+
+
+def _compare_and_save(plan: RunPlan, store: Any, run: RunResult) -> RunResult:
+    from evalkit.store import find_baseline, item_outcomes, save_run
+
+    baseline, paired = None, None
+    gen = run.generator
+    if gen is not None and gen.reported_model:
+        row = find_baseline(
+            store,
+            set_id=run.set_id,
+            provider=gen.provider,
+            model=gen.model,
+            reported_model=gen.reported_model,
+            grader=run.grader,
+        )
+        baseline = BaselineRun(**row) if row else None
+    if baseline is not None and (plan.repeats > 1 or plan.significance is not None):
+        before = item_outcomes(store, baseline.run_id)
+        if before:
+            paired = paired_test(before, [(i.id, i.passed, i.score) for i in run.items])
+    comparison = compare_run(run, baseline, run.tolerances, paired, plan.significance)
+    run = replace(run, comparison=comparison)
+    save_run(store, run, plan.config.privacy, __version__, gate_of(comparison, plan.fail_on_regression))
     return run
 
 
@@ -339,6 +347,8 @@ def plan_retrieval(
         raise InputError(f"{target}: evalkit retrieval needs exactly one question set, got: {kinds}")
     question_set = loaded[0]
     retriever_config = config.retriever(retriever)
+    if retriever_config.kind == "lexical" and question_set.corpus is None:
+        raise InputError(f"{question_set.path}: the lexical retriever needs a corpus: add corpus: to the set file")
     if limit < 1:
         raise InputError("--limit must be at least 1")
     corpus = set_corpus(question_set)
@@ -368,7 +378,7 @@ def plan_retrieval(
 
 def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
     """Run the question set against the retriever, compare with the previous run, store."""
-    from evalkit.compare import PreviousRetrieval, compare_retrieval, gate_passed
+    from evalkit.compare import PreviousRetrieval, compare_retrieval
     from evalkit.retrieval.evaluate import evaluate
     from evalkit.runner import new_run_id, utc_now
     from evalkit.store import Store, previous_retrieval, save_retrieval_run
@@ -395,9 +405,5 @@ def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
         row = previous_retrieval(store, run.set_id, run.retriever)
         comparison = compare_retrieval(run, PreviousRetrieval(**row) if row else None, plan.tolerances)
         run = replace(run, comparison=comparison)
-        gate = {
-            "fail_on_regression": plan.fail_on_regression,
-            "passed": gate_passed(comparison, plan.fail_on_regression),
-        }
-        save_retrieval_run(store, run, plan.config.privacy, __version__, gate)
+        save_retrieval_run(store, run, plan.config.privacy, __version__, gate_of(comparison, plan.fail_on_regression))
     return run

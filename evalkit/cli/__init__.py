@@ -23,8 +23,14 @@ class EvalkitGroup(click.Group):
         except EvalkitError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:  # one line, like every other user error
+            hint = f" (see evalkit {exc.ctx.info_name} --help)" if exc.ctx is not None and exc.ctx.info_name else ""
+            click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:
-            click.echo("Interrupted: answers received so far are kept in the cache; nothing was stored.", err=True)
+            click.echo(
+                "Interrupted: no run of this command was stored; answers received so far stay in the cache.", err=True
+            )
             ctx.exit(130)
 
 

@@ -7,7 +7,7 @@ import sys
 import click
 
 from evalkit.cli.options import config_option, db_option, format_option, tolerance_overrides
-from evalkit.cli.run import emit, exit_code
+from evalkit.cli.run import check_writable, emit, exit_code
 
 
 @click.command("retrieval")
@@ -41,6 +41,7 @@ def retrieval_command(
     from evalkit import api
 
     overrides = tolerance_overrides(max_top1_drop=max_top1_drop, max_top3_drop=max_top3_drop)
+    check_writable(output, junit)
     cfg = api.load_config(config)
     plan = api.plan_retrieval(
         target, cfg, retriever=retriever, limit=limit, db=db, tolerance_overrides=overrides,

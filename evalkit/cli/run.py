@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -75,6 +76,7 @@ def run_command(
     from evalkit import api
 
     overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
+    check_writable(output, junit)
     grader_name = api.resolve_grader_name(grader, strict=True)
     cfg = api.load_config(config)
     sets = api.load_prompt_sets(targets, cfg)
@@ -126,13 +128,10 @@ def progress_reporter(total: int) -> Iterator[tuple[Callable[[Any], None], Calla
 
 
 def emit(runs: Sequence[Any], fail_on_regression: bool, fmt: str, output: str | None, junit: str | None) -> None:
-    from evalkit.compare import gate_passed
+    from evalkit.compare import gate_of
     from evalkit.report.jsonout import documents, envelope
 
-    gates = [
-        {"fail_on_regression": fail_on_regression, "passed": gate_passed(r.comparison, fail_on_regression)}
-        for r in runs
-    ]
+    gates = [gate_of(r.comparison, fail_on_regression) for r in runs]
     envelopes = [envelope(r, g) for r, g in zip(runs, gates, strict=True)]
     if fmt == "json":
         click.echo(documents(envelopes))
@@ -148,12 +147,33 @@ def emit(runs: Sequence[Any], fail_on_regression: bool, fmt: str, output: str | 
                 console.print()
             render_any(console, run, gate, compact=side_by_side)
     if output:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(documents(envelopes) + "\n", encoding="utf-8")
+        write_output(Path(output), documents(envelopes) + "\n")
     if junit:
-        from evalkit.report.junit import write_junit
+        from evalkit.report.junit import junit_xml
 
-        write_junit(Path(junit), runs)
+        write_output(Path(junit), junit_xml(runs))
+
+
+def check_writable(*paths: str | None) -> None:
+    """--output and --junit must be writable before anything runs (exit 2 otherwise)."""
+    from evalkit.errors import InputError
+
+    for path in filter(None, paths):
+        folder = Path(path).resolve().parent
+        while not folder.exists():
+            folder = folder.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK) or Path(path).is_dir():
+            raise InputError(f"{path}: cannot write this file; choose another path")
+
+
+def write_output(path: Path, text: str) -> None:
+    from evalkit.errors import RunError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise RunError(f"{path}: cannot write ({exc.strerror}); the run itself was stored") from exc
 
 
 def exit_code(runs: Sequence[Any], fail_on_regression: bool) -> int:

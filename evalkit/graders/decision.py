@@ -174,7 +174,7 @@ class DecisionGrader:
                 return replace(grade, usage=usage)
             problems.append(f"unparseable judge answer {_clip(completion.text)}")
         reason = "Decision failed: " + "; retry: ".join(problems)
-        return Grade(False, 0.0, reason, yardstick=None, usage=usage, failed=True)
+        return Grade(False, 0.0, reason, yardstick=None, usage=usage)  # no yardstick: nothing measured it
 
     def _judged(self, completion: Completion) -> Grade | None:
         try:

@@ -72,6 +72,8 @@ def check_json_schema(validator: Any, response: str) -> AssertionResult:
         error = next(iter(validator.iter_errors(document)), None)
     except Unresolvable as exc:
         return AssertionResult("json_schema", False, f"json_schema: the schema cannot be applied ({exc})")
+    except RecursionError:
+        return AssertionResult("json_schema", False, "json_schema: the response is nested too deeply to validate")
     if error is None:
         return AssertionResult("json_schema", True)
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)

@@ -6,6 +6,7 @@ item needs it) and closes every one it opened, also on errors and Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from evalkit.config import ProviderConfig
@@ -37,9 +38,12 @@ def build_provider(config: ProviderConfig) -> Provider:
 def check_provider(config: ProviderConfig) -> None:
     """Fail now, before any call, on what would stop this instance: key, answers or model file."""
     if config.adapter in ("openai", "anthropic"):
+        from evalkit.providers.http import check_url
         from evalkit.providers.openai import api_key
 
         api_key(config)
+        if config.base_url:
+            check_url(config.base_url, f"provider '{config.id}': base_url")
     elif config.adapter == "replay":
         from evalkit.providers.replay import ReplayProvider
 
@@ -85,6 +89,8 @@ class ProviderPool:
         return self._open[instance_id]
 
     async def aclose(self) -> None:
+        """Close every opened instance, even when closing one of them fails."""
         opened, self._open = list(self._open.values()), {}
-        for provider in opened:
-            await provider.aclose()
+        async with contextlib.AsyncExitStack() as stack:
+            for provider in opened:
+                stack.push_async_callback(provider.aclose)

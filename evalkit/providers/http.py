@@ -10,6 +10,7 @@ Error texts never carry the API key: any secret the client knows is masked in th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import ssl
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.config import ProviderConfig
-from evalkit.errors import ProviderError, ProviderRefused
+from evalkit.errors import InputError, ProviderError, ProviderRefused
 from evalkit.providers.retry import RetryPolicy, TransientError, is_retryable_status, parse_retry_after
 
 REFUSED_STATUS = frozenset({401, 403, 404})
@@ -143,8 +144,21 @@ class JsonClient:
 
     async def aclose(self) -> None:
         lanes, self._lanes = self._lanes, []
-        for client in lanes:
-            await client.aclose()
+        async with contextlib.AsyncExitStack() as stack:
+            for lane in lanes:
+                stack.push_async_callback(lane.aclose)
+
+
+def check_url(url: str, what: str) -> None:
+    """An endpoint URL httpx can use, or an InputError naming it."""
+    import httpx
+
+    try:
+        port = httpx.URL(url).port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise InputError(f"{what} {url!r} is not a usable URL ({exc}); fix it in evalkit.yaml") from exc
+    if port is not None and not 0 < port < 65536:
+        raise InputError(f"{what} {url!r} is not a usable URL (port {port}); fix it in evalkit.yaml")
 
 
 def provider_client(config: ProviderConfig, base_url: str, headers: Mapping[str, str], key: str | None) -> JsonClient:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.config import ProviderConfig
-from evalkit.errors import ModelMissingError, ProviderError
+from evalkit.errors import ModelMissingError, ProviderError, ProviderRefused
 from evalkit.providers.openai import OpenAIProvider
 from evalkit.records import Completion, CompletionRequest, ServingRecord
 
@@ -92,7 +92,10 @@ def start_server(config: ProviderConfig, path: Path) -> tuple[Any, str]:
     params.sampling.seed = config.seed
     params.verbosity = -1
     params.warmup = False
-    server = xllamacpp.Server(params)
+    try:
+        server = xllamacpp.Server(params)
+    except RuntimeError as exc:  # llama.cpp could not load the file (corrupt, not a GGUF, too new)
+        raise ModelMissingError(f"provider '{config.id}': cannot load the model file {path} ({exc})") from exc
     address = str(server.listening_address)
     if not address.startswith("http://127.0.0.1:"):
         del server
@@ -132,13 +135,21 @@ class LocalProvider:
         self._server: Any = None
         self._client: OpenAIProvider | None = None
         self._lock = asyncio.Lock()
+        self._failed: ProviderRefused | None = None
 
     async def _ensure_started(self) -> OpenAIProvider:
         async with self._lock:
+            if self._failed is not None:
+                raise self._failed
             if self._client is None:
-                self._server, address = await asyncio.to_thread(start_server, self.config, self.path)
-                self.address = address
-                await wait_ready(address)
+                try:
+                    self._server, address = await asyncio.to_thread(start_server, self.config, self.path)
+                    self.address = address
+                    await wait_ready(address)
+                except (ProviderError, ModelMissingError) as exc:
+                    # Not once per item: a server that did not start aborts the run.
+                    self._failed = ProviderRefused(str(exc))
+                    raise self._failed from exc
                 # llama.cpp serves one request at a time (n_parallel=1): queue here, not in its
                 # server, so a latency measures the model and not the queue.
                 client_config = replace(self.config, api_key_env=None, max_concurrency=1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from pathlib import Path
 
 from evalkit.records import RetrievalRunResult, RunResult
 
@@ -83,8 +82,3 @@ def _testcase(suite: ET.Element, classname: str, name: str, latency_ms: float | 
 def _outcome(case: ET.Element, tag: str, kind: str, message: str, text: str) -> None:
     node = ET.SubElement(case, tag, message=_clean(message), type=kind)
     node.text = _clean(text)
-
-
-def write_junit(path: Path, runs: Sequence[RunResult | RetrievalRunResult]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(runs), encoding="utf-8")

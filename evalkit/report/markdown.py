@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
-from evalkit.report.render import clip, percent, sparkline
+from evalkit.report.text import clip, percent, sparkline
 
 
 def _cell(text: str) -> str:
@@ -86,7 +86,7 @@ def any_markdown(run: RunResult | RetrievalRunResult) -> str:
 
 
 def comparison_markdown(result: Any) -> str:
-    from evalkit.report.render import comparison_lines
+    from evalkit.report.text import comparison_lines
 
     first, second = result.first, result.second
     lines = [

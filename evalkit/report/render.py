@@ -10,31 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from evalkit.records import Comparison, RetrievalRunResult, RunResult
+from evalkit.report.text import clip, comparison_lines, percent, sparkline
 
 MAX_LISTED = 100
-SPARKS = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: Sequence[float | None]) -> str:
-    """Rates in 0..1 as block characters (oldest first)."""
-    out = []
-    for value in values:
-        if value is None:
-            out.append(" ")
-        else:
-            out.append(SPARKS[min(len(SPARKS) - 1, max(0, int(value * (len(SPARKS) - 1) + 0.5)))])
-    return "".join(out)
-
-
-def percent(rate: float | None) -> str:
-    return "—" if rate is None else f"{rate * 100:.1f}%"
-
-
-def clip(text: str | None, limit: int = 120) -> str:
-    if text is None:
-        return ""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def verdict_style(state: str | None, regressed: bool | None) -> str:
@@ -304,21 +282,6 @@ def render_models(console: Console, policy: str, ranked: Sequence[Any]) -> None:
         quality = "unknown" if r.quality is None else f"{r.quality:.3f}"
         table.add_row(str(r.rank), r.provider, r.model, str(r.priority), quality, str(r.sets), cost)
     console.print(table)
-
-
-def comparison_lines(result: Any) -> list[str]:
-    """The verdict of ``evalkit compare`` in words (shared by table and markdown)."""
-    test = result.test
-    first, second = result.first, result.second
-    low, high = test.mean_score_ci
-    lines = [
-        f"Paired items: {test.paired} ({test.only_first} only in the first run, {test.only_second} only in the second)",
-        f"{test.describe()} ({test.test}: {test.lost} pass->fail, {test.gained} fail->pass)",
-        f"mean score {test.mean_score_delta:+.3f} (95% CI {low:+.3f} … {high:+.3f})",
-        f"Whole runs: pass rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
-        f"mean score {first['mean_score']:.3f} -> {second['mean_score']:.3f}",
-    ]
-    return lines
 
 
 def render_comparison(console: Console, result: Any) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from evalkit.config import RetrieverConfig
 from evalkit.errors import InputError, RetrieverError
-from evalkit.retrieval.base import Ranking
+from evalkit.records import Ranking
 
 
 class CommandRetriever:

@@ -15,13 +15,11 @@ from typing import Any
 
 from evalkit.config import RetrieverConfig
 from evalkit.errors import InputError, ProviderError, ProviderRefused, RetrieverError, RunError
-from evalkit.records import Question, QuestionSet, RetrievalItem, RetrievalRunResult, RetrievalTolerances
-from evalkit.retrieval.base import Ranking
+from evalkit.protocols import Retriever
+from evalkit.records import Question, QuestionSet, Ranking, RetrievalItem, RetrievalRunResult, RetrievalTolerances
 from evalkit.retrieval.metrics import distinct, score
 from evalkit.retrieval.provenance import FIELDS, Provenance, benchmark_fingerprint, variant_fingerprint
 from evalkit.sets.corpus import Corpus, load_corpus
-
-Progress = Callable[[RetrievalItem], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +42,8 @@ def missing_expected(question_set: QuestionSet, corpus: Corpus) -> list[str]:
     return sorted({doc for q in question_set.questions for doc in q.expected if doc not in known})
 
 
-async def _remote(
-    retriever: Any, questions: Sequence[Question], limit: int, concurrency: int, progress: Progress | None
-) -> list[Outcome]:
+async def _remote(retriever: Retriever, questions: Sequence[Question], limit: int, concurrency: int) -> list[Outcome]:
+    """Every question asked concurrently (bounded); a refusal cancels the rest and aborts."""
     slots = asyncio.Semaphore(max(1, concurrency))
 
     async def one(question: Question) -> Outcome:
@@ -54,15 +51,19 @@ async def _remote(
             try:
                 ranking: Ranking = await retriever.search(question.question, limit)
             except ProviderRefused as exc:
-                raise RunError(str(exc)) from None
+                raise RunError(str(exc)) from exc
             except (ProviderError, RetrieverError) as exc:
                 return Outcome((), {}, error=str(exc))
             return Outcome(ranking.ids, dict(ranking.provenance), latency_ms=ranking.latency_ms)
 
     try:
-        return list(await asyncio.gather(*(one(q) for q in questions)))
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(one(q)) for q in questions]
+    except BaseExceptionGroup as failure:
+        raise next(e for e in failure.exceptions if isinstance(e, BaseException)) from None
     finally:
         await retriever.aclose()
+    return [task.result() for task in tasks]
 
 
 def _returned_provenance(outcomes: Sequence[Outcome]) -> dict[str, Any]:
@@ -91,7 +92,6 @@ async def evaluate(
     corpus: Corpus | None = None,
     cache_dir: Path | None = None,
     concurrency: int = 8,
-    progress: Progress | None = None,
     tolerances: RetrievalTolerances | None = None,
 ) -> RetrievalRunResult:
     questions = question_set.questions
@@ -106,7 +106,7 @@ async def evaluate(
         provenance = Provenance.merged(lexical.provenance)
     else:
         retriever = _remote_retriever(config)
-        outcomes = await _remote(retriever, questions, limit, concurrency, progress)
+        outcomes = await _remote(retriever, questions, limit, concurrency)
         provenance = Provenance.merged(config.provenance, _returned_provenance(outcomes))
     return _result(
         question_set,
@@ -120,7 +120,7 @@ async def evaluate(
     )
 
 
-def _remote_retriever(config: RetrieverConfig) -> Any:
+def _remote_retriever(config: RetrieverConfig) -> Retriever:
     if config.kind == "http":
         from evalkit.retrieval.http import HttpRetriever
 

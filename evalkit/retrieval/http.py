@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from evalkit.config import RetrieverConfig
 from evalkit.errors import RetrieverError
-from evalkit.providers.http import JsonClient
+from evalkit.providers.http import JsonClient, check_url
 from evalkit.providers.retry import RetryPolicy
-from evalkit.retrieval.base import Ranking
+from evalkit.records import Ranking
 
 
 class HttpRetriever:
     def __init__(self, config: RetrieverConfig) -> None:
         assert config.url is not None
+        check_url(config.url, f"retriever '{config.id}': url")
         self.id = config.id
         hints = {
             401: "the endpoint refused the request's credentials; check the retriever service",

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import InputError
-from evalkit.retrieval.base import Ranking
+from evalkit.records import Ranking
 from evalkit.sets.corpus import Corpus
 
 TOKENIZER_VERSION = "unicode-words-v2"

@@ -16,12 +16,11 @@ from evalkit.store.queries import (
 )
 from evalkit.store.retrieval_runs import load_retrieval_run, previous_retrieval, save_retrieval_run
 from evalkit.store.runs import load_run, resolve_run_id, run_kind, save_run
-from evalkit.store.store import Store, database_exists
+from evalkit.store.store import Store
 
 __all__ = [
     "Store",
     "StoreCache",
-    "database_exists",
     "find_baseline",
     "history",
     "instance_quality",

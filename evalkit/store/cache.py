@@ -100,21 +100,15 @@ class StoreCache:
         self._pending: dict[str, Completion] = {}
         self._last_flush = time.monotonic()
 
-    def preload(self, keys: Iterable[str]) -> int:
-        """Read every entry among ``keys`` in one short transaction; returns how many exist."""
-        keys = list(keys)
-        if not keys or not self.path.is_file():
-            return 0
-        with Store.open(self.path) as store:
-            self._entries.update(read_entries(store, keys))
-        return len(self._entries)
+    def preload(self, store: Store, keys: Iterable[str]) -> int:
+        """Read every entry among ``keys`` from an open store; returns how many exist."""
+        found = read_entries(store, keys)
+        self._entries.update(found)
+        return len(found)
 
-    def preload_instance(self, provider: str, model: str) -> int:
-        """Read every entry of one instance and alias in one short transaction."""
-        if not self.path.is_file():
-            return 0
-        with Store.open(self.path) as store:
-            entries = read_instance_entries(store, provider, model)
+    def preload_instance(self, store: Store, provider: str, model: str) -> int:
+        """Read every entry of one instance and alias from an open store."""
+        entries = read_instance_entries(store, provider, model)
         self._entries.update(entries)
         return len(entries)
 

@@ -6,6 +6,7 @@ it with SQL); the README documents every column.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -130,7 +131,7 @@ def apply_migrations(con: Any, upto: str | None = None) -> list[str]:
         con.execute("begin transaction")
         try:
             con.execute(sql)
-            con.execute(f"insert into {MIGRATION_TABLE} values (?, now()::timestamp)", [name])
+            con.execute(f"insert into {MIGRATION_TABLE} values (?, ?)", [name, datetime.now(UTC).replace(tzinfo=None)])
             con.execute("commit")
         except BaseException:
             con.execute("rollback")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-LEVELS = ("none", "metadata", "redacted", "full")
 MASK = "***"
 
 _PATTERNS = [
@@ -45,10 +44,6 @@ def redact(text: str | None) -> str | None:
 
 def keeps_items(level: str) -> bool:
     return level != "none"
-
-
-def keeps_text(level: str) -> bool:
-    return level in ("redacted", "full")
 
 
 def text_for(level: str, text: str | None) -> str | None:

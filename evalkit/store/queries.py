@@ -19,7 +19,7 @@ def find_baseline(
     """The newest stored run of this scope with a verified generator and no errored items."""
     cursor = store.con.execute(
         """
-        select run_id, pass_rate, mean_score, passed_count, item_count
+        select run_id, pass_rate, mean_score, passed_count, item_count, set_fingerprint
         from runs
         where kind = 'prompts' and set_id = $1 and provider = $2 and model = $3 and reported_model = $4
           and grader = $5 and generator_provenance is not null and error_count = 0
@@ -31,7 +31,8 @@ def find_baseline(
     row = cursor.fetchone()
     if row is None:
         return None
-    return dict(zip(("run_id", "pass_rate", "mean_score", "passed_count", "item_count"), row, strict=True))
+    names = ("run_id", "pass_rate", "mean_score", "passed_count", "item_count", "set_fingerprint")
+    return dict(zip(names, row, strict=True))
 
 
 def history(

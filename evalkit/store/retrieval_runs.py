@@ -139,7 +139,7 @@ def load_retrieval_run(store: Store, run_id: str) -> RetrievalRunResult:
         variant_fingerprint=row["variant_fingerprint"] or "", top1_hits=row["passed_count"],
         top3_hits=metrics.get("top3_hits", 0),
         tolerances=RetrievalTolerances(**{k: _decimal(v) for k, v in tolerances.items()}),
-        comparison=Comparison(**comparison) if comparison else None, set_name=row["set_name"] or "",
+        comparison=Comparison.from_dict(comparison) if comparison else None, set_name=row["set_name"] or "",
         set_path=row["set_path"], error_count=row["error_count"],
     )  # fmt: skip
 

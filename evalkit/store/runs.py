@@ -210,17 +210,7 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         tolerances=Tolerances(**{k: _decimal(v) for k, v in tolerances.items()})
         if row["kind"] == "prompts"
         else Tolerances(),
-        comparison=Comparison(
-            state=comparison["state"],
-            reason=comparison["reason"],
-            regressed=comparison["regressed"],
-            baseline_run_id=comparison["baseline_run_id"],
-            pass_rate_delta=comparison["pass_rate_delta"],
-            mean_score_delta=comparison["mean_score_delta"],
-            treatment_changed=comparison.get("treatment_changed"),
-        )
-        if comparison
-        else None,
+        comparison=Comparison.from_dict(comparison) if comparison else None,
         set_name=row["set_name"] or "",
         set_path=row["set_path"],
         adapter=row["adapter"] or "",

@@ -19,8 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from evalkit.errors import StoreError
-from evalkit.store.migrations import MIGRATIONS, apply_migrations, pending
+from evalkit.errors import SchemaOutdatedError, StoreError
+from evalkit.store.migrations import apply_migrations, pending
 
 DEFAULT_WAIT_S = 30.0
 
@@ -78,7 +78,7 @@ class Store:
             if not read_only:
                 apply_migrations(con, upto)
             elif pending(con):
-                raise StoreError(
+                raise SchemaOutdatedError(
                     f"{path}: the database schema is older than this evalkit; run any writing command once"
                 )
         except duckdb.Error as exc:
@@ -133,13 +133,5 @@ class Store:
         return [r[0] for r in rows]
 
 
-def latest_migration() -> str:
-    return MIGRATIONS[-1][0]
-
-
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-def database_exists(path: Path) -> bool:
-    return path.is_file()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.records import ItemResult, RunResult
-from evalkit.report.junit import write_junit
+from evalkit.report.junit import junit_xml
 from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
 
 REPLAY_CONFIG = "providers: [{id: rec, adapter: replay, path: answers.jsonl}]\n"
@@ -209,5 +209,5 @@ def test_lone_surrogate_in_a_response_keeps_the_xml_writable(tmp_path: Path) -> 
         finished_at="2026-11-30T00:00:00.000+00:00",
     )
     target = tmp_path / "odd.xml"
-    write_junit(target, [run])
+    target.write_text(junit_xml([run]), encoding="utf-8")
     assert counts(suites(str(target))["junit.odd"]) == (1, 1, 0)
