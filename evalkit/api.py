@@ -168,16 +168,8 @@ def show_run(
     with store:
         full_id, kind = run_kind(store, run_id)
         if kind == "retrieval":
-            run = load_retrieval_run(store, full_id)
-            gate = store.con.execute("select metrics->'gate' from runs where run_id = $1", [full_id]).fetchone()
-            return run, {"gate": _json(gate[0]) if gate else None}
+            return load_retrieval_run(store, full_id)
         return load_run(store, full_id)
-
-
-def _json(value: Any) -> Any:
-    import json
-
-    return json.loads(value) if isinstance(value, str) else value
 
 
 def prune(config: Config, *, older_than_days: int | None = None, db: str | Path | None = None) -> tuple[int, int]:

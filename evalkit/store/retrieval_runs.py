@@ -4,12 +4,11 @@ metrics, breakdowns, provenance and fingerprints kept on the run row."""
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from typing import Any
 
 from evalkit.records import Comparison, RetrievalItem, RetrievalRunResult, RetrievalTolerances
 from evalkit.store.privacy import keeps_items, text_for
-from evalkit.store.runs import RESULT_COLUMNS, RUN_COLUMNS, from_timestamp, to_timestamp
+from evalkit.store.runs import RESULT_COLUMNS, RUN_COLUMNS, decimal_of, from_timestamp, to_timestamp
 from evalkit.store.store import Store
 
 EXTRA_RUN_COLUMNS = ("benchmark_fingerprint", "variant_fingerprint")
@@ -103,7 +102,8 @@ def previous_retrieval(store: Store, set_id: str, retriever: str) -> dict[str, A
     }
 
 
-def load_retrieval_run(store: Store, run_id: str) -> RetrievalRunResult:
+def load_retrieval_run(store: Store, run_id: str) -> tuple[RetrievalRunResult, dict[str, Any]]:
+    """A stored retrieval run and its metrics (gate included), like ``load_run``."""
     columns = (*RUN_COLUMNS, *EXTRA_RUN_COLUMNS)
     fetched = store.con.execute(f"select {', '.join(columns)} from runs where run_id = $1", [run_id]).fetchone()
     row = dict(zip(columns, fetched or (), strict=True))
@@ -129,7 +129,7 @@ def load_retrieval_run(store: Store, run_id: str) -> RetrievalRunResult:
             )
         )
     tolerances = json.loads(row["tolerances"] or "{}")
-    return RetrievalRunResult(
+    run = RetrievalRunResult(
         run_id=row["run_id"], set_id=row["set_id"], retriever=row["provider"], items=tuple(items),
         started_at=from_timestamp(row["started_at"]), finished_at=from_timestamp(row["finished_at"]),
         question_count=row["item_count"], top1_hit_rate=row["pass_rate"], top3_hit_rate=row["mean_score"],
@@ -138,11 +138,8 @@ def load_retrieval_run(store: Store, run_id: str) -> RetrievalRunResult:
         provenance=json.loads(row["provenance"] or "{}"), benchmark_fingerprint=row["benchmark_fingerprint"],
         variant_fingerprint=row["variant_fingerprint"] or "", top1_hits=row["passed_count"],
         top3_hits=metrics.get("top3_hits", 0),
-        tolerances=RetrievalTolerances(**{k: _decimal(v) for k, v in tolerances.items()}),
+        tolerances=RetrievalTolerances(**{k: decimal_of(v) for k, v in tolerances.items()}),
         comparison=Comparison.from_dict(comparison) if comparison else None, set_name=row["set_name"] or "",
         set_path=row["set_path"], error_count=row["error_count"],
     )  # fmt: skip
-
-
-def _decimal(value: float) -> Decimal:
-    return Decimal(repr(value))
+    return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from evalkit.errors import UnknownNameError
@@ -207,7 +208,7 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         totals=Aggregates(
             row["item_count"], row["passed_count"], row["error_count"], row["pass_rate"], row["mean_score"]
         ),
-        tolerances=Tolerances(**{k: _decimal(v) for k, v in tolerances.items()})
+        tolerances=Tolerances(**{k: decimal_of(v) for k, v in tolerances.items()})
         if row["kind"] == "prompts"
         else Tolerances(),
         comparison=Comparison.from_dict(comparison) if comparison else None,
@@ -223,9 +224,8 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
 
 
-def _decimal(value: float) -> Any:
-    from decimal import Decimal
-
+def decimal_of(value: float) -> Decimal:
+    """A stored tolerance (a double) as the exact decimal it was written as."""
     return Decimal(repr(value))
 
 
