@@ -157,17 +157,10 @@ def _tolerance_verdict(
         baseline.passed_count, baseline.item_count
     )
     score_delta = exact_rate(run.mean_score) - exact_rate(baseline.mean_score)
-    problems, breaches = [], []
-    if -pass_delta > tolerances.max_pass_rate_drop:
-        breaches.append("pass_rate")
-        problems.append(
-            f"pass rate dropped {pp(-pass_delta)[1:]}, beyond the tolerance of {pp(tolerances.max_pass_rate_drop)[1:]}"
-        )
-    if -score_delta > tolerances.max_mean_score_drop:
-        breaches.append("mean_score")
-        problems.append(
-            f"mean score dropped {-score_delta:.3f}, beyond the tolerance of {tolerances.max_mean_score_drop:.3f}"
-        )
+    breaches, problems = _breaches(
+        ("pass_rate", "pass rate", pass_delta, tolerances.max_pass_rate_drop, True),
+        ("mean_score", "mean score", score_delta, tolerances.max_mean_score_drop, False),
+    )
     if problems:
         text = "Regression: " + "; ".join(problems) + f" (against run {baseline.run_id})."
     else:
@@ -181,6 +174,18 @@ def _tolerance_verdict(
         mean_score_delta=float(score_delta),
     )
     return comparison, breaches
+
+
+def _breaches(*checks: tuple[str, str, Decimal, Decimal, bool]) -> tuple[list[str], list[str]]:
+    """Names and sentences of the drops beyond their tolerance; a check is (name, label, delta,
+    tolerance, as_rate) where a rate is shown in percentage points and a score in units."""
+    names, sentences = [], []
+    for name, label, delta, tolerance, as_rate in checks:
+        if -delta > tolerance:
+            names.append(name)
+            shown = (pp(-delta)[1:], pp(tolerance)[1:]) if as_rate else (f"{-delta:.3f}", f"{tolerance:.3f}")
+            sentences.append(f"{label} dropped {shown[0]}, beyond the tolerance of {shown[1]}")
+    return names, sentences
 
 
 def gate_of(comparison: Comparison | None, fail_on_regression: bool) -> dict[str, bool]:
@@ -253,15 +258,10 @@ def compare_retrieval(
         )
     top1 = exact_ratio(run.top1_hits, run.question_count) - exact_ratio(previous.top1_hits, previous.question_count)
     top3 = exact_ratio(run.top3_hits, run.question_count) - exact_ratio(previous.top3_hits, previous.question_count)
-    problems = []
-    if -top1 > tolerances.max_top1_drop:
-        problems.append(
-            f"top-1 hit rate dropped {pp(-top1)[1:]}, beyond the tolerance of {pp(tolerances.max_top1_drop)[1:]}"
-        )
-    if -top3 > tolerances.max_top3_drop:
-        problems.append(
-            f"top-3 hit rate dropped {pp(-top3)[1:]}, beyond the tolerance of {pp(tolerances.max_top3_drop)[1:]}"
-        )
+    _, problems = _breaches(
+        ("top1", "top-1 hit rate", top1, tolerances.max_top1_drop, True),
+        ("top3", "top-3 hit rate", top3, tolerances.max_top3_drop, True),
+    )
     if problems:
         text = "Regression: " + "; ".join(problems) + f" (against run {previous.run_id})."
     else:

@@ -8,7 +8,7 @@ from typing import Any
 from evalkit.config import Config, Cost, ProviderConfig, RetrieverConfig, find_config
 from evalkit.errors import Issue, SetError
 from evalkit.sets.validation import schema_issues
-from evalkit.sets.yamldoc import Document, load_document
+from evalkit.sets.yamldoc import Document, duplicate_ids, load_document
 
 
 def load_config(explicit: str | Path | None = None) -> Config:
@@ -28,7 +28,8 @@ def config_issues(doc: Document) -> list[Issue]:
         return []  # an empty evalkit.yaml is a valid, empty config
     issues = schema_issues("config", doc)
     data = doc.data if isinstance(doc.data, dict) else {}
-    ids = _unique_ids(doc, "providers", data.get("providers"), issues)
+    duplicates, ids = duplicate_ids(doc, "providers")
+    issues.extend(duplicates)
     for index, provider in enumerate(data.get("providers") or []):
         if not isinstance(provider, dict):
             continue
@@ -50,7 +51,7 @@ def config_issues(doc: Document) -> list[Issue]:
         if isinstance(value, str) and value not in ids:
             known = ", ".join(sorted(ids)) or "none configured"
             issues.append(doc.issue(path, f"unknown provider instance '{value}' (known: {known})"))
-    _unique_ids(doc, "retrievers", data.get("retrievers"), issues)
+    issues.extend(duplicate_ids(doc, "retrievers")[0])
     for index, retriever in enumerate(data.get("retrievers") or []):
         if (
             isinstance(retriever, dict)
@@ -63,20 +64,6 @@ def config_issues(doc: Document) -> list[Issue]:
                 )
             )
     return sorted(issues, key=lambda i: (i.line, i.col))
-
-
-def _unique_ids(doc: Document, section: str, items: Any, issues: list[Issue]) -> set[str]:
-    seen: dict[str, int] = {}
-    for index, item in enumerate(items if isinstance(items, list) else []):
-        item_id = item.get("id") if isinstance(item, dict) else None
-        if not isinstance(item_id, str):
-            continue
-        if item_id in seen:
-            line = doc.position((section, seen[item_id]))[0]
-            issues.append(doc.issue((section, index, "id"), f"duplicate id '{item_id}' (first at line {line})"))
-        else:
-            seen[item_id] = index
-    return set(seen)
 
 
 def build_config(doc: Document, path: Path) -> Config:

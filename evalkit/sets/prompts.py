@@ -14,7 +14,7 @@ from typing import Any
 from evalkit.errors import Issue
 from evalkit.records import Assertion, Prompt, PromptSet, Tolerances, parse_tolerance
 from evalkit.sets.assertions import AssertionValueError, compile_json_schema, compile_regex
-from evalkit.sets.yamldoc import Document
+from evalkit.sets.yamldoc import Document, duplicate_ids
 
 
 def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int], Any]]:
@@ -26,19 +26,11 @@ def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int],
     prompts = data.get("prompts")
     if not isinstance(prompts, list):
         return issues, compiled
-    seen: dict[str, int] = {}
+    issues.extend(duplicate_ids(doc, "prompts", "prompt")[0])
     for index, prompt in enumerate(prompts):
         if not isinstance(prompt, dict):
             continue
         pid = prompt.get("id")
-        if isinstance(pid, str):
-            if pid in seen:
-                line = doc.position(("prompts", seen[pid]))[0]
-                issues.append(
-                    doc.issue(("prompts", index, "id"), f"duplicate prompt id '{pid}' (first at line {line})")
-                )
-            else:
-                seen[pid] = index
         raw_assertions = prompt.get("assertions")
         assertions = raw_assertions if isinstance(raw_assertions, list) else []
         reference = prompt.get("reference")

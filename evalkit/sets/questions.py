@@ -7,28 +7,13 @@ from pathlib import Path
 from evalkit.errors import Issue
 from evalkit.records import Question, QuestionSet, RetrievalTolerances, parse_tolerance
 from evalkit.sets.prompts import tolerance_issues
-from evalkit.sets.yamldoc import Document
+from evalkit.sets.yamldoc import Document, duplicate_ids
 
 
 def question_set_issues(doc: Document) -> list[Issue]:
     data = doc.data if isinstance(doc.data, dict) else {}
     issues = tolerance_issues(doc, data, ("max_top1_drop", "max_top3_drop"))
-    questions = data.get("questions")
-    if not isinstance(questions, list):
-        return issues
-    seen: dict[str, int] = {}
-    for index, question in enumerate(questions):
-        qid = question.get("id") if isinstance(question, dict) else None
-        if not isinstance(qid, str):
-            continue
-        if qid in seen:
-            line = doc.position(("questions", seen[qid]))[0]
-            issues.append(
-                doc.issue(("questions", index, "id"), f"duplicate question id '{qid}' (first at line {line})")
-            )
-        else:
-            seen[qid] = index
-    return issues
+    return issues + duplicate_ids(doc, "questions", "question")[0]
 
 
 def build_question_set(doc: Document, path: Path) -> QuestionSet:

@@ -67,6 +67,24 @@ class Document:
         return Issue(self.file, line, col, format_path(path), message)
 
 
+def duplicate_ids(doc: Document, section: str, noun: str = "") -> tuple[list[Issue], set[str]]:
+    """Issues for repeated ``id`` values among the mappings listed under ``section``, and the ids."""
+    items = doc.data.get(section) if isinstance(doc.data, dict) else None
+    issues: list[Issue] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        item_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(item_id, str):
+            continue
+        if item_id in seen:
+            line = doc.position((section, seen[item_id]))[0]
+            label = f"{noun} id" if noun else "id"
+            issues.append(doc.issue((section, index, "id"), f"duplicate {label} '{item_id}' (first at line {line})"))
+        else:
+            seen[item_id] = index
+    return issues, set(seen)
+
+
 def _child(node: Any, part: PathPart) -> tuple[Any, Any] | None:
     """(key node or None, value node) of ``part`` under ``node``."""
     from ruamel.yaml.nodes import MappingNode, SequenceNode
