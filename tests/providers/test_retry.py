@@ -17,9 +17,7 @@ import pytest
 from evalkit.errors import ProviderError, ProviderRefused
 from evalkit.providers.retry import MAX_RETRY_AFTER_S, RetryPolicy, TransientError, parse_retry_after
 from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
-
-KEY_ENV = "EVALKIT_TEST_RETRY_KEY"
-KEY = "sk-test-retry-SECRET-4242"
+from tests.providers.conftest import KEY, KEY_ENV
 
 THREE = """
 id: faults.three
@@ -62,26 +60,6 @@ def fail_bad(reply: Reply) -> Any:
 
 def items(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {item["id"]: item for item in doc["items"]}
-
-
-@pytest.fixture
-def keyed_config(write_file: Any, fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(KEY_ENV, KEY)
-    return write_file(
-        "evalkit.yaml",
-        f"""
-        default_provider: fake
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {fake_llm.url}/v1
-            model: fake-alias
-            api_key_env: {KEY_ENV}
-            max_retries: 2
-            retry_backoff_s: 0.01
-            timeout_s: 5
-        """,
-    )
 
 
 # --- Retry-After -------------------------------------------------------------------------------
