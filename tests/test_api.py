@@ -172,7 +172,7 @@ def test_run_set_rejects_a_bad_tolerance_before_any_call(
     ],
 )
 def test_import_evalkit_stays_light(code: str) -> None:
-    probe = f"{code}; import sys; print([m for m in ('duckdb', 'httpx', 'jsonschema', 'rich') if m in sys.modules])"
+    probe = f"{code}; import sys; print([m for m in ('duckdb', 'httpcore', 'httpx', 'jsonschema', 'rich') if m in sys.modules])"
     completed = subprocess.run(
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
     )

@@ -105,20 +105,13 @@ def start_server(config: ProviderConfig, path: Path) -> tuple[Any, str]:
 
 async def wait_ready(base: str, timeout_s: float = READY_TIMEOUT_S) -> None:
     """Poll GET /health until it answers 200 (503 while the model loads)."""
-    import httpx
+    from evalkit.providers.http import get_status
 
     deadline = time.monotonic() + timeout_s
-    async with httpx.AsyncClient(trust_env=False, timeout=5.0) as client:
-        while True:
-            try:
-                response = await client.get(f"{base}/health")
-                if response.status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise ProviderError(f"local model server at {base} was not ready after {timeout_s:g} s")
-            await asyncio.sleep(0.05)
+    while await get_status(f"{base}/health") != 200:
+        if time.monotonic() > deadline:
+            raise ProviderError(f"local model server at {base} was not ready after {timeout_s:g} s")
+        await asyncio.sleep(0.05)
 
 
 class LocalProvider:

@@ -1,0 +1,121 @@
+"""httpcore's network layer on plain asyncio streams.
+
+httpcore (httpx's HTTP/1.1 engine, which evalkit drives directly) reaches the network through
+a pluggable backend; its default goes through anyio, whose stream wrappers, cancel scopes and
+extra event-loop checkpoints cost more than the HTTP parsing itself. Measured on this machine,
+2,000 loopback requests at concurrency 16 took 0.72 s through anyio and 0.50 s through this
+backend, and 500 requests of 200 ms at concurrency 32 took 3.37 s and 3.32 s (the bound is 3.2 s).
+
+Every OS or TLS failure is raised as the httpcore exception the anyio backend raises for it,
+so callers see one error vocabulary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+
+_OS_ERRORS = (OSError, EOFError)
+
+
+def _secs(timeout: float | None) -> str:
+    return "the operating system's limit" if timeout is None else f"{timeout:g} s"
+
+
+class AsyncioStream(httpcore.AsyncNetworkStream):
+    """One connection: an asyncio ``StreamReader``/``StreamWriter`` pair."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._reader.read(max_bytes)
+        except TimeoutError:
+            raise httpcore.ReadTimeout(f"no data for {_secs(timeout)}") from None
+        except _OS_ERRORS as exc:
+            raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        try:
+            self._writer.write(buffer)
+            async with asyncio.timeout(timeout):
+                await self._writer.drain()
+        except TimeoutError:
+            raise httpcore.WriteTimeout(f"could not send for {_secs(timeout)}") from None
+        except _OS_ERRORS as exc:
+            raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with asyncio.timeout(timeout):
+                await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
+        except TimeoutError:
+            await self.aclose()
+            raise httpcore.ConnectTimeout(f"TLS handshake took over {_secs(timeout)}") from None
+        except (*_OS_ERRORS, ssl.SSLError) as exc:
+            await self.aclose()
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        return self
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":
+            # An idle keep-alive connection with something to read has been closed by the server
+            # (asyncio has already read the EOF into the stream, so the socket itself is quiet).
+            return self._reader.at_eof() or self._writer.transport.is_closing()
+        names = {"ssl_object": "ssl_object", "client_addr": "sockname", "server_addr": "peername", "socket": "socket"}
+        return self._writer.get_extra_info(names[info]) if info in names else None
+
+
+class AsyncioBackend(httpcore.AsyncNetworkBackend):
+    """Connections as asyncio streams, with httpcore's timeouts and exceptions."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_connection(
+                    host, port, local_addr=(local_address, 0) if local_address else None
+                )
+        except TimeoutError:
+            raise httpcore.ConnectTimeout(f"no connection to {host}:{port} within {_secs(timeout)}") from None
+        except _OS_ERRORS as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        sock = writer.get_extra_info("socket")
+        for option in socket_options or ():
+            sock.setsockopt(*option)
+        return AsyncioStream(reader, writer)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_unix_connection(path)
+        except TimeoutError:
+            raise httpcore.ConnectTimeout(f"no connection to {path} within {_secs(timeout)}") from None
+        except _OS_ERRORS as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        return AsyncioStream(reader, writer)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
