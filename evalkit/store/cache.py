@@ -125,14 +125,18 @@ class StoreCache:
         if due:
             self.flush(wait_s=0.0)
 
-    def flush(self, wait_s: float | None = None) -> None:
-        """Write buffered entries; with ``wait_s=0`` a busy database just defers the write."""
+    def flush(self, wait_s: float | None = None, store: Store | None = None) -> None:
+        """Write buffered entries (into ``store`` when one is open); with ``wait_s=0`` a busy
+        database just defers the write."""
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
         try:
-            with Store.open(self.path, wait_s=wait_s) as store:
+            if store is not None:
                 write_entries(store, pending)
+            else:
+                with Store.open(self.path, wait_s=wait_s) as opened:
+                    write_entries(opened, pending)
         except StoreError:
             self._pending = {**pending, **self._pending}
             if wait_s != 0.0:

@@ -150,6 +150,38 @@ def test_a_held_database_is_waited_for_then_given_up_with_exit_3(
     assert fake_llm.calls == 0
 
 
+def test_without_cache_replay_a_held_database_aborts_the_run_with_exit_3(
+    project: Path, fake_llm: FakeServer, db_file: Path
+) -> None:
+    # Nothing cached is replayed, so the calls start while the database is opened alongside;
+    # giving up on the lock aborts the run long before its 40 slow calls are done.
+    fake_llm.handler = lambda request: Reply(json=openai_reply("ok").json, delay_s=0.5)
+    holder = duckdb.connect(str(db_file))
+    try:
+        proc = evalkit(project, "run", "sets/a.yaml", "--no-cache", env={"EVALKIT_DB_WAIT_S": "1"})
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        holder.close()
+    assert proc.returncode == 3
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"Error: {db_file}: the database is held by another evalkit process; gave up after 1 s "
+        "(set EVALKIT_DB_WAIT_S to wait longer)"
+    )
+    assert fake_llm.calls < 40
+    assert query(db_file, "select count(*) from information_schema.tables where table_name = 'runs'") == [(0,)]
+
+
+def test_without_cache_replay_an_unopenable_database_is_exit_3(project: Path, fake_llm: FakeServer) -> None:
+    folder = project / "a-folder.duckdb"
+    folder.mkdir()
+    proc = evalkit(project, "run", "sets/a.yaml", "--no-cache", "--db", str(folder))
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    assert "Traceback" not in err
+    assert "cannot open the database" in err.strip().splitlines()[-1]
+
+
 HOLDER = """
 import sys, duckdb
 con = duckdb.connect(sys.argv[1])
