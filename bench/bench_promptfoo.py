@@ -33,7 +33,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
-from bench.measure import Measure, Server, measure  # noqa: E402
+from bench.measure import Measure, Server, compile_evalkit, measure  # noqa: E402
 
 PROMPTFOO = BENCH / "node" / "node_modules" / ".bin" / "promptfoo"
 ANSWER_CHECKS = {"contains": "42", "regex": "[Aa]nswer is \\d+", "schema": {"type": "object", "required": ["answer"]}}
@@ -229,6 +229,7 @@ def main() -> None:
     parser.add_argument("--no-model", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args()
+    compile_evalkit()
     smoke = args.smoke
     with_promptfoo = not (smoke or args.no_promptfoo)
     tools = ("evalkit", "promptfoo") if with_promptfoo else ("evalkit",)

@@ -20,7 +20,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
-from bench.measure import Server, measure  # noqa: E402
+from bench.measure import Server, compile_evalkit, measure  # noqa: E402
 
 
 def smoke_runs(repeat: int) -> list[dict[str, float]]:
@@ -67,6 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    compile_evalkit()
     runs = smoke_runs(args.repeat)
     walls = [r["wall_s"] for r in runs]
     print(f"smoke set: {len(runs)} fresh runs, wall median {statistics.median(walls):.2f} s "

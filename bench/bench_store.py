@@ -20,6 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.measure import compile_evalkit  # noqa: E402
 from evalkit.store import Store, save_run  # noqa: E402
 from tests.factories import run_of  # noqa: E402
 
@@ -82,6 +83,7 @@ def main() -> None:
     parser.add_argument("--write-items", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
+    compile_evalkit()
     with tempfile.TemporaryDirectory() as tmp:
         write_db = Path(tmp) / "write.duckdb"
         writes = time_write(write_db, args.write_items, args.repeat)
