@@ -3,14 +3,20 @@
 Each request is recorded (method, path, headers, JSON body). Replies come from a queue of
 scripted ``Reply`` objects, else from a handler function, else the default: an OpenAI-style
 chat completion echoing the last user message. A reply can delay, return any status, headers
-or raw bytes, or reset the connection without answering.
+or raw bytes, close the connection after answering, or reset it without answering.
+
+With ``tls`` (a server-side ``ssl.SSLContext``) the server speaks HTTPS and ``url`` names
+``localhost``. The server counts the connections it accepted and the most it held open at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import ssl
 import struct
+import sys
 import threading
 import time
 from collections import deque
@@ -28,6 +34,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     reset: bool = False
+    close: bool = False  # answer with ``Connection: close``, then close the connection
+    hang_up: threading.Event | None = None  # once set (after answering), close the connection unannounced
+    closed: threading.Event | None = None  # set once the connection is closed (after ``close`` or ``hang_up``)
 
 
 @dataclass
@@ -36,6 +45,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     json: Any
+    client_port: int = 0  # the client's end of the connection the request came on
 
 
 def openai_reply(
@@ -80,17 +90,52 @@ def last_user_message(request: Recorded) -> str:
     return users[-1] if users else ""
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    """Tracks connections (accepted, open, most open at once) and keeps socket faults quiet."""
+
+    daemon_threads = True
+
+    def __init__(self, owner: FakeServer, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
+        self.owner = owner
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        owner = self.owner
+        with owner._lock:
+            owner.connections += 1
+            owner.open_connections += 1
+            owner.max_open_connections = max(owner.max_open_connections, owner.open_connections)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with owner._lock:
+                owner.open_connections -= 1
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if exc is not None:
+            with self.owner._lock:
+                self.owner.errors.append(exc)
+        if not isinstance(exc, OSError):  # a failed TLS handshake or a reset is expected: kept, not printed
+            super().handle_error(request, client_address)
+
+
 class FakeServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[Recorded] = []
         self.queue: deque[Reply] = deque()
         self.handler: Callable[[Recorded], Reply] | None = None
         self.model: str | None = "fake-model-1"
+        self.connections = 0  # accepted so far
+        self.open_connections = 0
+        self.max_open_connections = 0
+        self.errors: list[BaseException] = []  # raised while serving a connection (e.g. a refused handshake)
         self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body leave at once, not one delayed ACK apart
 
             def log_message(self, format: str, *args: Any) -> None:  # silence
                 return
@@ -102,7 +147,13 @@ class FakeServer:
                     payload = json.loads(raw) if raw else None
                 except ValueError:
                     payload = raw.decode("utf-8", "replace")
-                recorded = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, payload)
+                recorded = Recorded(
+                    self.command,
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    payload,
+                    self.client_address[1],
+                )
                 reply = server._next(recorded)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
@@ -117,20 +168,45 @@ class FakeServer:
                     self.send_header("Content-Type", "application/json")
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
+                    if reply.close:
+                        self.send_header("Connection", "close")  # also ends the handler's keep-alive loop
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
+                if reply.hang_up is not None:  # like a server's idle keep-alive timeout
+                    reply.hang_up.wait()
+                    self.close_connection = True
+                if reply.closed is not None and self.close_connection:
+                    self.closing.append(reply.closed)
+
+            def finish(self) -> None:
+                super().finish()
+                if self.closing:  # closed here, not later by the server, so that the events tell the truth
+                    with contextlib.suppress(OSError):  # the client may have gone already
+                        self.connection.shutdown(socket.SHUT_WR)
+                    self.connection.close()
+                for event in self.closing:
+                    event.set()
+
+            def setup(self) -> None:
+                super().setup()
+                self.closing: list[threading.Event] = []
 
             do_POST = _handle
             do_GET = _handle
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _HTTPServer(self, Handler)
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        if tls is not None:
+            # The handshake runs on a connection's first read, in its handler thread: a client
+            # that refuses the certificate never blocks the accepting thread.
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
+            self.url = f"https://localhost:{self.port}"
+        # A short poll interval: stop() waits for the serving loop to notice, up to one interval.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def _next(self, recorded: Recorded) -> Reply:
         with self._lock:

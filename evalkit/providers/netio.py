@@ -13,6 +13,7 @@ so callers see one error vocabulary.
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 from collections.abc import Iterable
 from typing import Any
@@ -24,6 +25,17 @@ _OS_ERRORS = (OSError, EOFError)
 
 def _secs(timeout: float | None) -> str:
     return "the operating system's limit" if timeout is None else f"{timeout:g} s"
+
+
+def _readable(writer: asyncio.StreamWriter) -> bool:
+    sock = writer.get_extra_info("socket")
+    if sock is None or sock.fileno() < 0:
+        return True
+    if not hasattr(select, "poll"):  # Windows
+        return bool(select.select([sock], [], [], 0)[0])
+    poll = select.poll()
+    poll.register(sock.fileno(), select.POLLIN)
+    return bool(poll.poll(0))
 
 
 class AsyncioStream(httpcore.AsyncNetworkStream):
@@ -55,7 +67,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
 
     async def aclose(self) -> None:
-        self._writer.close()
+        # abort, not close: a TLS close waits (up to 30 s) for the server's close_notify, and
+        # the socket would outlive the run; every request on it is complete by now
+        self._writer.transport.abort()
 
     async def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
@@ -73,9 +87,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":
-            # An idle keep-alive connection with something to read has been closed by the server
-            # (asyncio has already read the EOF into the stream, so the socket itself is quiet).
-            return self._reader.at_eof() or self._writer.transport.is_closing()
+            # An idle keep-alive connection with something to read has been closed by the server:
+            # either asyncio has already read the EOF, or it waits in the socket for the loop.
+            return self._reader.at_eof() or self._writer.transport.is_closing() or _readable(self._writer)
         names = {"ssl_object": "ssl_object", "client_addr": "sockname", "server_addr": "peername", "socket": "socket"}
         return self._writer.get_extra_info(names[info]) if info in names else None
 
