@@ -98,8 +98,9 @@ def run_command(
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Loading sets builds many long-lived objects and almost no reference cycles: the cyclic
-    garbage collector is paused meanwhile, and what was built is frozen out of the collections
-    made during the run (measured: ~45 ms less wall time on a 500-prompt set)."""
+    garbage collector is paused meanwhile (measured: ~45 ms less on a 500-prompt set, 44 s -> 28 s
+    on a 100,000-prompt set). Freezing the loaded objects as well made the run's own collections
+    more frequent, and grading 100,000 answers slower: they are not frozen."""
     if not gc.isenabled():
         yield
         return
@@ -107,7 +108,6 @@ def collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.freeze()
         gc.enable()
 
 
