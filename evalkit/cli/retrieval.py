@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from evalkit.cli.options import config_option, db_option, format_option, tolerance_overrides
+from evalkit.cli.options import collector_paused, config_option, db_option, format_option, tolerance_overrides
 from evalkit.cli.run import check_writable, emit, exit_code
 
 
@@ -42,11 +42,12 @@ def retrieval_command(
 
     overrides = tolerance_overrides(max_top1_drop=max_top1_drop, max_top3_drop=max_top3_drop)
     check_writable(output, junit)
-    cfg = api.load_config(config)
-    plan = api.plan_retrieval(
-        target, cfg, retriever=retriever, limit=limit, db=db, tolerance_overrides=overrides,
-        fail_on_regression=fail_on_regression,
-    )  # fmt: skip
+    with collector_paused():
+        cfg = api.load_config(config)
+        plan = api.plan_retrieval(
+            target, cfg, retriever=retriever, limit=limit, db=db, tolerance_overrides=overrides,
+            fail_on_regression=fail_on_regression,
+        )  # fmt: skip
     for warning in plan.warnings:
         click.echo(f"Warning: {warning}", err=True)
     run = api.execute_retrieval(plan)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli.options import config_option
+from evalkit.cli.options import collector_paused, config_option
 
 
 @click.command("validate")
@@ -17,7 +17,8 @@ def validate_command(paths: tuple[str, ...], config: str | None) -> None:
     """Validate set files, folders and evalkit.yaml; lists every error (exit 0 or 2)."""
     from evalkit.sets.check import validate_paths
 
-    report = validate_paths([Path(p) for p in paths], config)
+    with collector_paused():
+        report = validate_paths([Path(p) for p in paths], config)
     for issue in report.issues:
         click.echo(str(issue), err=True)
     noun = "file" if report.files == 1 else "files"
