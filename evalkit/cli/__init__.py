@@ -67,11 +67,13 @@ def hard_exit(code: int) -> NoReturn:
     """Exit without the interpreter's teardown (as mypy does): freeing every object and module of
     a finished run took ~90 ms, longer than some whole commands. Only once the command's files
     and database are closed and no other thread runs (``main`` checks); the output streams are
-    flushed and the atexit handlers run first."""
+    flushed after the atexit handlers have run, as the interpreter does."""
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with the descriptor closed (>&-), or under pythonw
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (evalkit ... | head): nothing left to deliver
             code = code or 1
-    atexit._run_exitfuncs()
     os._exit(code)

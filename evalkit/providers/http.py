@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from evalkit.config import ProviderConfig
 from evalkit.errors import InputError, ProviderError, ProviderRefused
@@ -61,17 +61,19 @@ class JsonClient:
         self._hints = dict(hints or {})
         self._retry = retry or RetryPolicy(max_retries=0)
         self._secrets = tuple(s for s in secrets if s)
-        self._base = base_url
-        host = urlsplit(base_url).netloc.rpartition("@")[2]
-        self._headers = [
-            (k.encode(), v.encode())
-            for k, v in {"Host": host, "Content-Type": "application/json", **(headers or {})}.items()
-        ]
+        try:
+            self._endpoint = Endpoint.parse(base_url)
+        except ValueError as exc:
+            raise InputError(f"{name}: {base_url!r} is not a usable URL ({exc})") from None
+        # one value per header name, whatever its case; the configured headers win
+        merged = {"host": ("Host", self._endpoint.authority), "content-type": ("Content-Type", "application/json")}
+        merged |= {k.lower(): (k, v) for k, v in (headers or {}).items()}
+        self._headers = [(k.encode(), v.encode()) for k, v in merged.values()]
         self._urls: dict[str, Any] = {}
         self._timeout_s = timeout_s
         self._timeout = {"connect": min(timeout_s, 10.0), "read": timeout_s, "write": timeout_s, "pool": timeout_s}
         self._max_lanes = max(1, max_connections)
-        self._https = base_url.lower().startswith("https:")
+        self._https = self._endpoint.scheme == "https"
         self._lanes: list[Lane] = []  # every lane opened
         self._free: asyncio.Queue[Lane] = asyncio.Queue()
 
@@ -86,8 +88,8 @@ class JsonClient:
         if url is None:
             import httpcore
 
-            text = self._base if not path else self._base.rstrip("/") + "/" + path.lstrip("/")
-            url = self._urls[path] = httpcore.URL(text)
+            e = self._endpoint.joined(path)
+            url = self._urls[path] = httpcore.URL(scheme=e.scheme, host=e.host, port=e.port, target=e.target)
         return url
 
     async def _acquire(self) -> Lane:
@@ -131,7 +133,7 @@ class JsonClient:
             self._raise_status(status, response)
         try:
             body = json.loads(response.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json can read
             raise ProviderError(f"{self.name}: malformed JSON in the response body (HTTP {status})") from None
         if not isinstance(body, dict):
             raise ProviderError(f"{self.name}: expected a JSON object in the response body, got {type(body).__name__}")
@@ -219,8 +221,12 @@ class Response:
         content = raw.content
         encoding = dict(headers).get("content-encoding", "").strip().lower()
         if encoding in ("gzip", "deflate"):  # never asked for, but some servers compress anyway
-            with contextlib.suppress(zlib.error):  # left as sent: the JSON decoding reports it
-                content = zlib.decompress(content, 47 if encoding == "gzip" else zlib.MAX_WBITS)
+            # gzip; deflate in its zlib wrapper; deflate raw, as some servers send it. A body
+            # none of them reads is left as sent: the JSON decoding reports it.
+            for wbits in (47,) if encoding == "gzip" else (zlib.MAX_WBITS, -zlib.MAX_WBITS):
+                with contextlib.suppress(zlib.error):
+                    content = zlib.decompress(content, wbits)
+                    break
         return cls(raw.status, headers, content)
 
     def header(self, name: str) -> str | None:
@@ -231,25 +237,68 @@ class Response:
         return self.content.decode("utf-8", "replace")
 
 
+# RFC 3986 characters that stay as written in a path and in a query; anything else (spaces,
+# non-ASCII, quotes, braces) is percent-encoded, as httpx does. '%' stays: escapes already made.
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
+_QUERY_SAFE = _PATH_SAFE + "?"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """An http(s) URL as it goes on the wire: an ASCII host (IDNA), a port, an encoded target."""
+
+    scheme: str
+    host: str
+    port: int | None
+    target: str
+
+    @classmethod
+    def parse(cls, url: str) -> Endpoint:
+        """The endpoint of ``url``; ValueError saying why it cannot be one."""
+        parts = urlsplit(url)
+        port = parts.port  # ValueError for a port that is not a number in 0..65535
+        if parts.scheme not in ("http", "https"):
+            raise ValueError("it must start with http:// or https://")
+        host = parts.hostname or ""
+        if not host:
+            raise ValueError("no host")
+        if any(c.isspace() or not c.isprintable() for c in host):
+            raise ValueError("spaces or control characters in the host")
+        if not host.isascii():
+            try:
+                host = host.encode("idna").decode("ascii")
+            except UnicodeError as exc:
+                raise ValueError(f"the host is not a valid domain name ({exc})") from None
+        if port == 0:
+            raise ValueError("port 0")
+        if any(not c.isprintable() for c in url):
+            raise ValueError("control characters")
+        target = quote(parts.path or "/", safe=_PATH_SAFE)
+        if parts.query:
+            target += "?" + quote(parts.query, safe=_QUERY_SAFE)
+        return cls(parts.scheme, host, port, target)
+
+    @property
+    def authority(self) -> str:
+        """The Host header: the host (bracketed when IPv6) and any port written in the URL."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port is None else f"{host}:{self.port}"
+
+    def joined(self, path: str) -> Endpoint:
+        """This endpoint with ``path`` appended to its path ("" is the endpoint itself)."""
+        if not path:
+            return self
+        base, _, query = self.target.partition("?")
+        target = base.rstrip("/") + "/" + quote(path.lstrip("/"), safe=_QUERY_SAFE)
+        return Endpoint(self.scheme, self.host, self.port, target + (f"?{query}" if query else ""))
+
+
 def check_url(url: str, what: str) -> None:
     """An endpoint URL evalkit can call, or an InputError naming it."""
-
-    def unusable(why: str) -> InputError:
-        return InputError(f"{what} {url!r} is not a usable URL ({why}); fix it in evalkit.yaml")
-
     try:
-        parts = urlsplit(url)
-        port = parts.port
+        Endpoint.parse(url)
     except ValueError as exc:
-        raise unusable(str(exc)) from exc
-    if parts.scheme not in ("http", "https"):
-        raise unusable("it must start with http:// or https://")
-    if not parts.hostname:
-        raise unusable("no host")
-    if not url.isascii() or any(c.isspace() or not c.isprintable() for c in url):
-        raise unusable("spaces or non-ASCII characters: percent-encode them, and write the host in its xn-- form")
-    if port is not None and not 0 < port < 65536:
-        raise unusable(f"port {port}")
+        raise InputError(f"{what} {url!r} is not a usable URL ({exc}); fix it in evalkit.yaml") from None
 
 
 async def get_status(url: str, timeout_s: float = 5.0) -> int | None:
@@ -298,7 +347,7 @@ def _error_detail(response: Response) -> str:
     """The error message an API put in its body, clipped; '' when there is none."""
     try:
         body = json.loads(response.content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return response.text.strip()[:200]
     if isinstance(body, dict):
         error = body.get("error", body.get("message"))

@@ -12,14 +12,21 @@ from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
 
 
 def api_key(config: ProviderConfig) -> str | None:
-    """The key from the environment variable the instance names; an unset variable is an error."""
+    """The key from the environment variable the instance names; an unset variable is an error.
+    Surrounding whitespace (a pasted newline) is dropped; whitespace or control characters inside
+    are an error, since the key would be refused in a header and could be echoed in the message."""
     if not config.api_key_env:
         return None
-    key = os.environ.get(config.api_key_env)
+    key = os.environ.get(config.api_key_env, "").strip()
     if not key:
         raise InputError(
             f"provider '{config.id}': environment variable {config.api_key_env} is not set; "
             f"export {config.api_key_env}=... (keys are only read from the environment)"
+        )
+    if any(c.isspace() or not c.isprintable() for c in key):
+        raise InputError(
+            f"provider '{config.id}': the key in {config.api_key_env} contains spaces or control characters; "
+            "export the key alone"
         )
     return key
 

@@ -59,6 +59,8 @@ def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{number}:{exc.colno}: not a JSON object ({exc.msg})") from None
+        except RecursionError:
+            raise InputError(f"{path}:{number}:1: JSON nested too deeply to read; flatten it") from None
         if not isinstance(record, dict):
             raise InputError(f"{path}:{number}:1: expected a JSON object per line")
         item_id, response = record.get("id"), record.get("response")

@@ -62,6 +62,8 @@ def compile_json_schema(value: Any) -> Any:
             schema = json.loads(value)
         except json.JSONDecodeError as exc:
             raise AssertionValueError(f"json_schema string is not valid JSON: {exc.msg} (char {exc.pos})") from None
+        except RecursionError:
+            raise AssertionValueError("json_schema string is nested too deeply to read; flatten it") from None
     if not isinstance(schema, dict | bool):
         raise AssertionValueError("json_schema must be a JSON Schema: a mapping or true/false")
     return _compiled_schema(json.dumps(schema, sort_keys=True))

@@ -69,6 +69,9 @@ def _jsonl(path: Path) -> tuple[Document, ...]:
             except json.JSONDecodeError as exc:
                 issues.append(Issue(file, number, exc.colno, "", f"not a JSON object ({exc.msg})"))
                 continue
+            except RecursionError:
+                issues.append(Issue(file, number, 1, "", "JSON nested too deeply to read; flatten it"))
+                continue
             problem = _record_problem(record)
             if problem:
                 issues.append(Issue(file, number, 1, "", problem))

@@ -336,7 +336,12 @@ def test_reset_connection_is_transient_and_the_next_call_reconnects(fake_llm: Fa
 
 @pytest.mark.parametrize(
     ("encoding", "compress"),
-    [("gzip", gzip.compress), ("deflate", zlib.compress), ("GZip", gzip.compress)],
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("deflate", lambda data: zlib.compress(data)[2:-4]),  # raw deflate, without the zlib wrapper
+        ("GZip", gzip.compress),
+    ],
 )
 def test_compressed_reply_is_decoded(fake_llm: FakeServer, encoding: str, compress: Callable[[bytes], bytes]) -> None:
     answer = {"choices": [{"message": {"content": "squeezed " * 50}}]}
@@ -473,6 +478,10 @@ def test_concurrent_calls_use_at_most_max_connections(fake_llm: FakeServer) -> N
         "http://x:1",
         "http://x:65535/path?q=1",
         "https://xn--bcher-kva.example/v1",
+        "http://bücher.example/v1",
+        "https://例え.jp",
+        "http://example.com/a b",
+        "http://example.com/v1?q=ä",
     ],
 )
 def test_check_url_accepts_http_and_https(url: str) -> None:
@@ -489,12 +498,11 @@ def test_check_url_accepts_http_and_https(url: str) -> None:
         "http://",
         "http://:8080/v1",
         "http://exa mple.com",
-        "http://example.com/a b",
         "http://x:0",
         "http://x:70000",
         "http://x:port",
-        "http://bücher.example/v1",
-        "https://例え.jp",
+        "http://exa\tmple.com",
+        "http://example.com/v1\r\nX-Injected: 1",
     ],
 )
 def test_check_url_rejects_unusable_urls(url: str) -> None:
@@ -503,6 +511,21 @@ def test_check_url_rejects_unusable_urls(url: str) -> None:
     message = str(caught.value)
     assert "is not a usable URL" in message
     assert message.startswith(f"base_url of provider 'fake' {url!r} is not a usable URL (")
+
+
+def test_the_target_is_percent_encoded_and_keeps_its_params(fake_llm: FakeServer) -> None:
+    post(f"{fake_llm.url}/a%2Fb/sp ace;v=1?q=ä&r={{x}}", path="")
+    assert fake_llm.requests[-1].path == "/a%2Fb/sp%20ace;v=1?q=%C3%A4&r=%7Bx%7D"
+
+
+def test_a_configured_host_header_replaces_the_generated_one_whatever_its_case(fake_llm: FakeServer) -> None:
+    post(fake_llm.url + "/v1", headers={"host": "api.example"})
+    assert fake_llm.requests[-1].headers["host"] == "api.example"
+
+
+def test_the_host_header_of_an_idn_host_is_its_ascii_form() -> None:
+    client = JsonClient(NAME, "https://bücher.example:8443/v1")
+    assert (b"Host", b"xn--bcher-kva.example:8443") in client._headers
 
 
 # --- get_status ---------------------------------------------------------------------------------
@@ -615,3 +638,9 @@ def test_backend_tls_exposes_the_ssl_object(ca: trustme.CA, tls_server: Callable
             await stream.aclose()
 
     assert run(main) == "localhost"
+
+
+def test_deeply_nested_json_in_a_reply_is_a_malformed_json_error(fake_llm: FakeServer) -> None:
+    fake_llm.enqueue(Reply(body=b"[" * 100_000 + b"]" * 100_000))
+    with pytest.raises(ProviderError, match=r"malformed JSON in the response body"):
+        post(fake_llm.url)
