@@ -209,22 +209,28 @@ def test_unset_key_variable_is_exit_2_with_no_request(
     assert not db_file.exists()  # nothing was stored
 
 
-def test_a_pasted_newline_around_the_key_is_dropped(
-    cli: Any, keyed_config: Path, fake_llm: FakeServer, write_file: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(KEY_ENV, f" {KEY}\n")
-    write_file("sets/shape.yaml", SHAPE_SET)
-    result = cli("run", "sets/shape.yaml", "--format", "json")
+@pytest.fixture
+def run_with_key(cli: Any, keyed_config: Path, write_file: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``evalkit run`` of the shape set with the key variable holding ``value``."""
+
+    def run(value: str) -> Any:
+        monkeypatch.setenv(KEY_ENV, value)
+        write_file("sets/shape.yaml", SHAPE_SET)
+        return cli("run", "sets/shape.yaml", "--format", "json")
+
+    return run
+
+
+def test_a_pasted_newline_around_the_key_is_dropped(run_with_key: Any, fake_llm: FakeServer) -> None:
+    result = run_with_key(f" {KEY}\n")
     assert result.exit_code == 0, result.stderr
     assert fake_llm.requests[-1].headers["authorization"] == f"Bearer {KEY}"
 
 
 def test_a_key_with_control_characters_inside_is_exit_2_and_never_printed(
-    cli: Any, keyed_config: Path, fake_llm: FakeServer, write_file: Any, monkeypatch: pytest.MonkeyPatch
+    run_with_key: Any, fake_llm: FakeServer
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, f"{KEY}\nsecond-line")
-    write_file("sets/shape.yaml", SHAPE_SET)
-    result = cli("run", "sets/shape.yaml", "--format", "json")
+    result = run_with_key(f"{KEY}\nsecond-line")
     assert result.exit_code == 2
     assert result.stderr == (
         f"Error: provider 'fake': the key in {KEY_ENV} contains spaces or control characters; export the key alone\n"
