@@ -32,6 +32,16 @@ def lock_wait_s() -> float:
         return DEFAULT_WAIT_S
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """DuckDB takes Ctrl-C during a query and raises its own error (an InterruptException, or a
+    RuntimeError "Query interrupted" while it reads the query's parameters) instead."""
+    import duckdb
+
+    return isinstance(exc, duckdb.InterruptException) or (
+        isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower()
+    )
+
+
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc)
     return "Conflicting lock" in text or "Could not set lock" in text
@@ -81,11 +91,12 @@ class Store:
                 raise SchemaOutdatedError(
                     f"{path}: the database schema is older than this evalkit; run any writing command once"
                 )
-        except duckdb.Error as exc:
+        except BaseException as exc:
             con.close()
-            raise StoreError(f"{path}: cannot migrate the database ({_first_line(exc)})") from None
-        except BaseException:
-            con.close()
+            if _interrupted(exc):
+                raise KeyboardInterrupt from None
+            if isinstance(exc, duckdb.Error):
+                raise StoreError(f"{path}: cannot migrate the database ({_first_line(exc)})") from None
             raise
         return store
 
@@ -94,6 +105,8 @@ class Store:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+        if exc is not None and _interrupted(exc):  # Ctrl-C, as Python would have raised it
+            raise KeyboardInterrupt from None
 
     def close(self) -> None:
         self.con.close()
@@ -106,11 +119,12 @@ class Store:
         self.con.execute("begin transaction")
         try:
             yield self.con
-        except duckdb.Error as exc:
+        except BaseException as exc:
             self.con.execute("rollback")
-            raise StoreError(f"{self.path}: write failed, nothing was written ({_first_line(exc)})") from None
-        except BaseException:
-            self.con.execute("rollback")
+            if _interrupted(exc):
+                raise KeyboardInterrupt from None
+            if isinstance(exc, duckdb.Error):
+                raise StoreError(f"{self.path}: write failed, nothing was written ({_first_line(exc)})") from None
             raise
         try:
             self.con.execute("commit")

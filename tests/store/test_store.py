@@ -88,6 +88,34 @@ def test_a_run_is_written_in_one_transaction(db_file: Path, monkeypatch: pytest.
         assert store.con.execute("select count(*) from results").fetchone() == (0,)
 
 
+@pytest.mark.parametrize(
+    "interrupt",
+    [duckdb.InterruptException("INTERRUPT Error: Interrupted!"), RuntimeError("Query interrupted")],
+    ids=["interrupt-exception", "runtime-error"],
+)
+def test_ctrl_c_inside_duckdb_is_a_keyboard_interrupt_and_writes_nothing(
+    db_file: Path, monkeypatch: pytest.MonkeyPatch, interrupt: BaseException
+) -> None:
+    # DuckDB takes the SIGINT itself and raises its own error: evalkit turns it back into Ctrl-C
+    # (exit 130, no traceback), and the run's transaction is rolled back.
+    from evalkit.store import runs as runs_module
+
+    real = runs_module._item_row
+    seen: list[int] = []
+
+    def interrupted_rows(*args, **kwargs):
+        seen.append(1)
+        if len(seen) == 2:
+            raise interrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runs_module, "_item_row", interrupted_rows)
+    with pytest.raises(KeyboardInterrupt), Store.open(db_file) as store:
+        save_run(store, run_of(1, 2), "metadata", "test")
+    with Store.open(db_file) as store:
+        assert store.con.execute("select count(*) from runs").fetchone() == (0,)
+
+
 def test_bulk_write_of_ten_thousand_items(db_file: Path) -> None:
     run = run_of(9_000, 10_000)
     with Store.open(db_file) as store:
