@@ -350,9 +350,13 @@ def _error_detail(response: Response) -> str:
     except (ValueError, RecursionError):
         return response.text.strip()[:200]
     if isinstance(body, dict):
-        error = body.get("error", body.get("message"))
+        # OpenAI and Anthropic: {"error": {"message": ...}}; others {"error": ...}, {"message": ...},
+        # or FastAPI's {"detail": ...} (a string, or a list of {"msg": ...})
+        error = body.get("error", body.get("message", body.get("detail")))
         if isinstance(error, dict):
             error = error.get("message")
+        elif isinstance(error, list):
+            error = "; ".join(str(e.get("msg", e)) if isinstance(e, dict) else str(e) for e in error)
         if isinstance(error, str):
             return error[:200]
     return ""

@@ -383,6 +383,8 @@ def test_call_without_retries_reports_the_transient_fault_as_an_item_error(fake_
         {"error": {"message": "the model is overloaded", "type": "server_error"}},
         {"error": "the model is overloaded"},
         {"message": "the model is overloaded"},
+        {"detail": "the model is overloaded"},
+        {"detail": [{"loc": ["body"], "msg": "the model is overloaded", "type": "x"}]},
     ],
 )
 def test_500_puts_the_api_message_in_the_error(fake_llm: FakeServer, body: dict[str, Any]) -> None:
