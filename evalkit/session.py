@@ -35,6 +35,7 @@ from evalkit.runner import build_request, cache_key, first_error, run_prompt_set
 from evalkit.sets import resolve_sets
 
 Progress = Callable[[ItemResult], None]
+INTERRUPTED_FLUSH_WAIT_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,11 +182,27 @@ def execute_plan(
         _prepare_database(plan, cache)
     try:
         runs = asyncio.run(_run_all(plan, cache, progress, on_start))
+    except KeyboardInterrupt:
+        if cache is not None:
+            _flush_interrupted(cache)
+        raise
     except BaseException:
         if cache is not None:
             cache.flush()
         raise
     return _compare_and_store(plan, runs, cache)
+
+
+def _flush_interrupted(cache: Any) -> None:
+    """Keep what was received, but a user who pressed Ctrl-C does not wait long for a database
+    another process holds: the interruption then says the answers were not kept."""
+    from evalkit.errors import StoreError
+    from evalkit.store.store import lock_wait_s
+
+    try:
+        cache.flush(wait_s=min(INTERRUPTED_FLUSH_WAIT_S, lock_wait_s()))
+    except StoreError as exc:
+        raise KeyboardInterrupt(f"the answers received could not be cached ({exc})") from None
 
 
 async def _run_all(
