@@ -76,6 +76,7 @@ class JsonClient:
         self._https = self._endpoint.scheme == "https"
         self._lanes: list[Lane] = []  # every lane opened
         self._free: asyncio.Queue[Lane] = asyncio.Queue()
+        self._resume_at = 0.0  # time.monotonic() before which no request is sent (Retry-After)
 
     def _new_lane(self) -> Lane:
         # one shared TLS context, built only for https (building one reads the CA bundle: ~19 ms)
@@ -115,6 +116,13 @@ class JsonClient:
         content = json.dumps(payload).encode()
         headers = [*self._headers, (b"Content-Length", str(len(content)).encode())]
         lane = await self._acquire()
+        pause = self._resume_at - time.monotonic()
+        if pause > 0:  # the endpoint asked every caller to wait (429 or 503 with Retry-After)
+            try:
+                await asyncio.sleep(pause)
+            except BaseException:
+                self._free.put_nowait(lane)
+                raise
         started = time.perf_counter()
         try:
             raw = await lane.post(url, headers, content, self._timeout)
@@ -143,7 +151,10 @@ class JsonClient:
         detail = self.mask(_error_detail(response))
         text = f"{self.name}: HTTP {status}{': ' + detail if detail else ''}"
         if is_retryable_status(status):
-            raise TransientError(text, parse_retry_after(response.header("retry-after")))
+            retry_after = parse_retry_after(response.header("retry-after"))
+            if retry_after:  # a rate limit is the endpoint's, not this call's: every lane holds off
+                self._resume_at = max(self._resume_at, time.monotonic() + retry_after)
+            raise TransientError(text, retry_after)
         if status in REFUSED_STATUS:
             if status in self._hints:
                 hint = self._hints[status]

@@ -1,7 +1,8 @@
 """The one retry policy for model and retriever calls.
 
 Transient faults (408, 409, 429, 5xx, connection errors, timeouts) are retried with exponential
-backoff and full jitter, honouring ``Retry-After`` (seconds or an HTTP date). ``max_retries``
+backoff and full jitter, honouring ``Retry-After`` (seconds or an HTTP date; the JSON client
+also holds off every other call to the endpoint until then). ``max_retries``
 counts the retries after the first attempt. Errors no retry can fix propagate at once.
 """
 

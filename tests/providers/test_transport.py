@@ -16,6 +16,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 import warnings
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
@@ -646,3 +647,26 @@ def test_deeply_nested_json_in_a_reply_is_a_malformed_json_error(fake_llm: FakeS
     fake_llm.enqueue(Reply(body=b"[" * 100_000 + b"]" * 100_000))
     with pytest.raises(ProviderError, match=r"malformed JSON in the response body"):
         post(fake_llm.url)
+
+
+def test_a_retry_after_holds_off_every_lane_not_only_the_one_that_got_it(fake_llm: FakeServer) -> None:
+    fake_llm.enqueue(Reply(status=429, json={"error": "slow down"}, headers={"Retry-After": "1"}))
+    received: list[float] = []
+
+    def answer(request: Recorded) -> Reply:
+        received.append(time.monotonic())
+        return Reply(json={"ok": True})
+
+    fake_llm.handler = answer
+
+    async def main() -> float:
+        async with json_client(fake_llm.url, max_connections=4) as client:
+            with pytest.raises(TransientError):
+                await client.post("/v1/chat/completions", PAYLOAD)
+            limited_at = time.monotonic()
+            await asyncio.gather(*(client.post("/v1/chat/completions", PAYLOAD) for _ in range(4)))
+            return limited_at
+
+    limited_at = run(main)
+    assert len(received) == 4
+    assert min(received) >= limited_at + 0.9  # Retry-After: 1, counted from just before limited_at
