@@ -3,7 +3,8 @@
 - exact: equal after stripping space, \\t, \\n, \\r, \\0 and \\x0b from both ends; case-sensitive.
 - contains: case-sensitive substring of the raw response.
 - regex: searched anywhere with the ``regex`` engine under a time limit, so catastrophic
-  backtracking fails the assertion with a reason instead of hanging the run.
+  backtracking fails the assertion with a reason instead of hanging the run; the grader moves a
+  search that outlives 10 ms off the event loop, so it does not hold up the calls in flight.
 - json_schema: the trimmed response parses as strict JSON (no NaN/Infinity, no code fences) and
   validates against a Draft 2020-12 schema.
 
@@ -19,7 +20,14 @@ from evalkit.records import Assertion, AssertionResult, Grade, Prompt, PromptSet
 
 WHITESPACE = " \t\n\r\0\x0b"
 REGEX_TIMEOUT_S = 1.0
+# The grader first matches on the event loop with this budget; a regex that needs longer is
+# matched again in a thread (GIL released), so it cannot stall every call in flight for 1 s.
+IN_LOOP_REGEX_S = 0.01
 YARDSTICK = "deterministic"
+
+
+class _SlowRegex(Exception):
+    """A regex outlived the in-loop budget: grade again off the event loop."""
 
 
 def _clip(text: str, limit: int = 60) -> str:
@@ -44,10 +52,16 @@ def check_contains(needle: str, response: str) -> AssertionResult:
     return AssertionResult("contains", False, f"contains {_clip(needle)}: not found")
 
 
-def check_regex(compiled: Any, response: str) -> AssertionResult:
+def check_regex(compiled: Any, response: str, budget_s: float | None = None) -> AssertionResult:
+    """``budget_s``: a first, shorter limit; running out of it raises _SlowRegex."""
     try:
-        found = compiled.pattern.search(response, timeout=REGEX_TIMEOUT_S)
+        if budget_s is not None:
+            found = compiled.pattern.search(response, timeout=budget_s)
+        else:
+            found = compiled.pattern.search(response, timeout=REGEX_TIMEOUT_S, concurrent=True)
     except TimeoutError:
+        if budget_s is not None:
+            raise _SlowRegex from None
         return AssertionResult(
             "regex",
             False,
@@ -80,21 +94,22 @@ def check_json_schema(validator: Any, response: str) -> AssertionResult:
     return AssertionResult("json_schema", False, f"json_schema: {where}: {error.message}")
 
 
-def check(assertion: Assertion, response: str) -> AssertionResult:
+def check(assertion: Assertion, response: str, regex_budget_s: float | None = None) -> AssertionResult:
     """One assertion against one response."""
     if assertion.type == "exact":
         return check_exact(assertion.value, response)
     if assertion.type == "contains":
         return check_contains(assertion.value, response)
     if assertion.type == "regex":
-        return check_regex(assertion.compiled, response)
+        return check_regex(assertion.compiled, response, regex_budget_s)
     if assertion.type == "json_schema":
         return check_json_schema(assertion.compiled, response)
     raise ValueError(f"unknown assertion type {assertion.type!r}")
 
 
-def grade_assertions(prompt: Prompt, response: str) -> Grade:
-    """The deterministic grade of ``response``: all assertions must hold; score = fraction held."""
+def grade_assertions(prompt: Prompt, response: str, regex_budget_s: float | None = None) -> Grade:
+    """The deterministic grade of ``response``: all assertions must hold; score = fraction held.
+    With ``regex_budget_s``, a regex that needs longer raises _SlowRegex."""
     if not prompt.assertions:
         return Grade(
             False,
@@ -102,7 +117,7 @@ def grade_assertions(prompt: Prompt, response: str) -> Grade:
             "no assertions: a reference-only prompt needs --grader decision",
             yardstick=YARDSTICK,
         )
-    results = tuple(check(a, response) for a in prompt.assertions)
+    results = tuple(check(a, response, regex_budget_s) for a in prompt.assertions)
     held = sum(1 for r in results if r.passed)
     total = len(results)
     if held == total:
@@ -118,4 +133,9 @@ class DeterministicGrader:
     name = YARDSTICK
 
     async def grade(self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None) -> Grade:
-        return grade_assertions(prompt, response)
+        try:
+            return grade_assertions(prompt, response, IN_LOOP_REGEX_S)
+        except _SlowRegex:
+            import asyncio
+
+            return await asyncio.to_thread(grade_assertions, prompt, response)

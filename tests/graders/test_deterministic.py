@@ -443,6 +443,28 @@ def test_catastrophic_regex_gives_up_with_a_reason(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.timeout(30)
+def test_a_slow_regex_is_matched_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Other calls in flight keep running while a catastrophic regex uses up its time limit.
+    import asyncio
+
+    from evalkit.graders.deterministic import DeterministicGrader
+
+    monkeypatch.setattr(deterministic, "REGEX_TIMEOUT_S", 1.0)
+    prompt = load_prompt([{"regex": CATASTROPHIC}, {"contains": "a"}])
+
+    async def main() -> tuple[bool, Grade]:
+        grading = asyncio.create_task(DeterministicGrader().grade(None, prompt, NEAR_MISS, None))  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)  # resumes at once unless the grading holds the event loop
+        still_grading = not grading.done()
+        return still_grading, await grading
+
+    still_grading, result = asyncio.run(main())
+    assert still_grading
+    assert [a.passed for a in result.assertions] == [False, True]
+    assert "gave up after 1 s" in result.assertions[0].reason
+
+
+@pytest.mark.timeout(30)
 def test_nested_quantifier_without_match_fails() -> None:
     result = grade([{"regex": "(a+)+$"}], NEAR_MISS)
     assert not result.passed
