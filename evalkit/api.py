@@ -6,6 +6,7 @@ the small, stable surface ``import evalkit`` offers.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,14 +209,11 @@ def rank_models(
     cfg = config if isinstance(config, Config) else load_config(config)
     store = _read_store(cfg, db)
     measured = []
-    try:
+    with store if store is not None else contextlib.nullcontext():
         for provider in cfg.providers:
             alias = _safe_alias(provider)
             quality, sets = instance_quality(store, provider.id, alias) if store is not None else (None, 0)
             measured.append(Measured(provider, alias, quality, sets))
-    finally:
-        if store is not None:
-            store.close()
     return rank(measured, policy, min_quality)
 
 

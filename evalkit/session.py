@@ -10,6 +10,7 @@ sets concurrently and store one run each.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -199,10 +200,12 @@ def _flush_interrupted(cache: Any) -> None:
     from evalkit.errors import StoreError
     from evalkit.store.store import lock_wait_s
 
-    try:
+    with contextlib.suppress(StoreError):
         cache.flush(wait_s=min(INTERRUPTED_FLUSH_WAIT_S, lock_wait_s()))
-    except StoreError as exc:
-        raise KeyboardInterrupt(f"the answers received could not be cached ({exc})") from None
+    if cache.unwritten:
+        raise KeyboardInterrupt(
+            f"the answers received could not be cached: {cache.path} was held by another process or could not be opened"
+        ) from None
 
 
 async def _run_all(

@@ -132,10 +132,18 @@ class DeterministicGrader:
 
     name = YARDSTICK
 
+    def __init__(self) -> None:
+        self._slow: Any = None  # an asyncio.Lock, made in the running loop
+
     async def grade(self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None) -> Grade:
         try:
             return grade_assertions(prompt, response, IN_LOOP_REGEX_S)
         except _SlowRegex:
             import asyncio
 
-            return await asyncio.to_thread(grade_assertions, prompt, response)
+            # one slow search at a time: the regex engine's time limit counts the process's CPU
+            # time, so searches running side by side would use up each other's second
+            if self._slow is None:
+                self._slow = asyncio.Lock()
+            async with self._slow:
+                return await asyncio.to_thread(grade_assertions, prompt, response)

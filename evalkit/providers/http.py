@@ -116,13 +116,12 @@ class JsonClient:
         content = json.dumps(payload).encode()
         headers = [*self._headers, (b"Content-Length", str(len(content)).encode())]
         lane = await self._acquire()
-        pause = self._resume_at - time.monotonic()
-        if pause > 0:  # the endpoint asked every caller to wait (429 or 503 with Retry-After)
-            try:
+        try:  # the endpoint asked every caller to wait (429 or 503 with Retry-After), maybe again
+            while (pause := self._resume_at - time.monotonic()) > 0:
                 await asyncio.sleep(pause)
-            except BaseException:
-                self._free.put_nowait(lane)
-                raise
+        except BaseException:
+            self._free.put_nowait(lane)
+            raise
         started = time.perf_counter()
         try:
             raw = await lane.post(url, headers, content, self._timeout)
@@ -152,7 +151,7 @@ class JsonClient:
         text = f"{self.name}: HTTP {status}{': ' + detail if detail else ''}"
         if is_retryable_status(status):
             retry_after = parse_retry_after(response.header("retry-after"))
-            if retry_after:  # a rate limit is the endpoint's, not this call's: every lane holds off
+            if retry_after and status in (429, 503):  # the endpoint's limit, not this call's: every lane waits
                 self._resume_at = max(self._resume_at, time.monotonic() + retry_after)
             raise TransientError(text, retry_after)
         if status in REFUSED_STATUS:
@@ -275,14 +274,16 @@ class Endpoint:
             raise ValueError("no host")
         if any(c.isspace() or not c.isprintable() for c in host):
             raise ValueError("spaces or control characters in the host")
-        if not host.isascii():
+        if not host.isascii():  # IDNA 2008 with UTS 46 mapping, as httpx does (not Python's IDNA 2003)
+            import idna
+
             try:
-                host = host.encode("idna").decode("ascii")
-            except UnicodeError as exc:
+                host = idna.encode(host, uts46=True).decode("ascii")
+            except idna.IDNAError as exc:
                 raise ValueError(f"the host is not a valid domain name ({exc})") from None
         if port == 0:
             raise ValueError("port 0")
-        if any(not c.isprintable() for c in url):
+        if any(ord(c) < 32 or ord(c) == 127 for c in url):
             raise ValueError("control characters")
         target = quote(parts.path or "/", safe=_PATH_SAFE)
         if parts.query:
@@ -293,7 +294,8 @@ class Endpoint:
     def authority(self) -> str:
         """The Host header: the host (bracketed when IPv6) and any port written in the URL."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if self.port is None else f"{host}:{self.port}"
+        default = {"http": 80, "https": 443}[self.scheme]
+        return host if self.port in (None, default) else f"{host}:{self.port}"
 
     def joined(self, path: str) -> Endpoint:
         """This endpoint with ``path`` appended to its path ("" is the endpoint itself)."""

@@ -112,6 +112,11 @@ class StoreCache:
         self._entries.update(entries)
         return len(entries)
 
+    @property
+    def unwritten(self) -> int:
+        """Completions received but not yet written to the database."""
+        return len(self._pending)
+
     def get(self, key: str) -> Completion | None:
         return self._entries.get(key)
 

@@ -38,7 +38,7 @@ def _interrupted(exc: BaseException) -> bool:
     import duckdb
 
     return isinstance(exc, duckdb.InterruptException) or (
-        isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower()
+        isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
     )
 
 

@@ -465,6 +465,28 @@ def test_a_slow_regex_is_matched_off_the_event_loop(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.timeout(30)
+def test_slow_regexes_take_turns_so_each_gets_its_whole_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The regex engine's limit counts the process's CPU time: two searches side by side would
+    # each give up after about half of it.
+    import asyncio
+    import time
+
+    from evalkit.graders.deterministic import DeterministicGrader
+
+    monkeypatch.setattr(deterministic, "REGEX_TIMEOUT_S", 0.2)
+    prompt = load_prompt([{"regex": CATASTROPHIC}])
+    grader = DeterministicGrader()
+
+    async def main() -> list[Grade]:
+        return list(await asyncio.gather(*(grader.grade(None, prompt, NEAR_MISS, None) for _ in range(2))))  # type: ignore[arg-type]
+
+    started = time.monotonic()
+    results = asyncio.run(main())
+    assert time.monotonic() - started >= 0.35  # two whole 0.2 s limits, one after the other
+    assert all("gave up after 0.2 s" in r.assertions[0].reason for r in results)
+
+
+@pytest.mark.timeout(30)
 def test_nested_quantifier_without_match_fails() -> None:
     result = grade([{"regex": "(a+)+$"}], NEAR_MISS)
     assert not result.passed

@@ -531,6 +531,17 @@ def test_the_host_header_of_an_idn_host_is_its_ascii_form() -> None:
     assert (b"Host", b"xn--bcher-kva.example:8443") in client._headers
 
 
+def test_idn_hosts_follow_idna_2008_as_httpx_does() -> None:
+    # IDNA 2003 (Python's "idna" codec) would map ß to ss: another domain, another owner
+    client = JsonClient(NAME, "http://straße.de/v1")
+    assert (b"Host", b"xn--strae-oqa.de") in client._headers
+
+
+def test_a_default_port_written_in_the_url_is_left_out_of_the_host_header() -> None:
+    assert (b"Host", b"api.example") in JsonClient(NAME, "https://api.example:443/v1")._headers
+    assert (b"Host", b"api.example:8443") in JsonClient(NAME, "https://api.example:8443/v1")._headers
+
+
 # --- get_status ---------------------------------------------------------------------------------
 
 
@@ -670,3 +681,16 @@ def test_a_retry_after_holds_off_every_lane_not_only_the_one_that_got_it(fake_ll
     limited_at = run(main)
     assert len(received) == 4
     assert min(received) >= limited_at + 0.9  # Retry-After: 1, counted from just before limited_at
+
+
+def test_a_retry_after_on_a_500_delays_only_its_own_retry(fake_llm: FakeServer) -> None:
+    fake_llm.enqueue(Reply(status=500, json={"error": "oops"}, headers={"Retry-After": "30"}))
+
+    async def main() -> None:
+        async with json_client(fake_llm.url, max_connections=2) as client:
+            with pytest.raises(TransientError):
+                await client.post("/v1/chat/completions", PAYLOAD)
+            await asyncio.wait_for(client.post("/v1/chat/completions", PAYLOAD), timeout=10)
+
+    run(main)
+    assert fake_llm.calls == 2
