@@ -204,7 +204,8 @@ def _flush_interrupted(cache: Any) -> None:
         cache.flush(wait_s=min(INTERRUPTED_FLUSH_WAIT_S, lock_wait_s()))
     if cache.unwritten:
         raise KeyboardInterrupt(
-            f"the answers received could not be cached: {cache.path} was held by another process or could not be opened"
+            "no run of this command was stored; the answers received could not be cached: "
+            f"{cache.path} was held by another process or could not be opened"
         ) from None
 
 
@@ -291,10 +292,21 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
 
     if plan.db is None:
         return [replace(run, comparison=_unstored_comparison(run)) for run in runs]
-    with Store.open(plan.db) as store:
-        if cache is not None:
-            cache.flush(store=store)
-        return [_compare_and_save(plan, store, run) for run in runs]
+    stored: list[RunResult] = []
+    try:
+        with Store.open(plan.db) as store:
+            if cache is not None:
+                cache.flush(store=store)
+            for run in runs:
+                stored.append(_compare_and_save(plan, store, run))
+    except KeyboardInterrupt:
+        if stored:  # each run is its own transaction: the ones before Ctrl-C are kept
+            ids = ", ".join(r.run_id for r in stored)
+            raise KeyboardInterrupt(
+                f"{len(stored)} of {len(runs)} runs of this command were stored ({ids}); the others were not"
+            ) from None
+        raise
+    return stored
 
 
 def _unstored_comparison(run: RunResult) -> Comparison:

@@ -30,9 +30,13 @@ class EvalkitGroup(click.Group):
             hint = f" (see evalkit {exc.ctx.info_name} --help)" if exc.ctx is not None and exc.ctx.info_name else ""
             click.echo(f"Error: {exc.format_message()}{hint}", err=True)
             ctx.exit(2)
-        except KeyboardInterrupt as exc:
-            kept = str(exc.args[0]) if exc.args else "answers received so far stay in the cache"
-            click.echo(f"Interrupted: no run of this command was stored; {kept}.", err=True)
+        except KeyboardInterrupt as exc:  # the core may say what was kept; by default nothing was stored
+            kept = (
+                str(exc.args[0])
+                if exc.args
+                else "no run of this command was stored; answers received so far stay in the cache"
+            )
+            click.echo(f"Interrupted: {kept}.", err=True)
             ctx.exit(130)
 
 

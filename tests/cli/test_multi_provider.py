@@ -233,3 +233,30 @@ def test_a_failing_provider_does_not_stop_the_other(
     table = cli("run", "sets/multi.yaml", *BOTH)
     assert table.exit_code == 3
     assert table_rows(table.stdout)[:3] == [["a", "PASS", "ERROR"], ["b", "PASS", "ERROR"], ["c", "PASS", "ERROR"]]
+
+
+def test_ctrl_c_between_two_stored_runs_names_the_one_kept(
+    cli: Any, project: tuple[FakeServer, FakeServer], db_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalkit import session
+
+    real = session._compare_and_save
+    saved: list[str] = []
+
+    def interrupted_second(plan: Any, store: Any, run: Any) -> Any:
+        if saved:
+            raise KeyboardInterrupt
+        saved.append(run.run_id)
+        return real(plan, store, run)
+
+    monkeypatch.setattr(session, "_compare_and_save", interrupted_second)
+    result = cli("run", "sets/multi.yaml", *BOTH)
+    assert result.exit_code == 130
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"Interrupted: 1 of 2 runs of this command were stored ({saved[0]}); the others were not."
+    )
+    con = duckdb.connect(str(db_file), read_only=True)
+    try:
+        assert con.execute("select run_id from runs").fetchall() == [(saved[0],)]
+    finally:
+        con.close()
