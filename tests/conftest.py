@@ -130,3 +130,32 @@ def local_model() -> None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+@pytest.fixture
+def ranked_instances(write_file: Any) -> Path:
+    """evalkit.yaml with three openai instances to rank: alpha and beta share the alias 'shared'
+    (alpha priced high, beta low), gamma has its own alias, no price and the top priority."""
+    return write_file(
+        "evalkit.yaml",
+        """
+        providers:
+          - id: alpha
+            adapter: openai
+            base_url: http://127.0.0.1:9/v1
+            model: shared
+            priority: 10
+            cost: {input_per_mtok: 3, output_per_mtok: 6}
+          - id: beta
+            adapter: openai
+            base_url: http://127.0.0.1:9/v1
+            model: shared
+            priority: 20
+            cost: {input_per_mtok: 0.15, output_per_mtok: 0.6}
+          - id: gamma
+            adapter: openai
+            base_url: http://127.0.0.1:9/v1
+            model: other
+            priority: 30
+        """,
+    )

@@ -178,33 +178,6 @@ def test_rank_numbers_from_one_and_min_quality_drops_unknown_and_below() -> None
 # -- measured quality from a real DuckDB history ------------------------------------------------
 
 
-@pytest.fixture
-def project(write_file: Any) -> Path:
-    return write_file(
-        "evalkit.yaml",
-        """
-        providers:
-          - id: alpha
-            adapter: openai
-            base_url: http://127.0.0.1:9/v1
-            model: shared
-            priority: 10
-            cost: {input_per_mtok: 3, output_per_mtok: 6}
-          - id: beta
-            adapter: openai
-            base_url: http://127.0.0.1:9/v1
-            model: shared
-            priority: 20
-            cost: {input_per_mtok: 0.1, output_per_mtok: 0.2}
-          - id: gamma
-            adapter: openai
-            base_url: http://127.0.0.1:9/v1
-            model: other
-            priority: 30
-        """,
-    )
-
-
 def at(day: int) -> str:
     return f"2026-11-{day:02d}T10:00:00+00:00"
 
@@ -220,7 +193,7 @@ BETA = ServingRecord("beta", "shared", "model-b")
 
 
 @pytest.fixture
-def history(project: Path, db_file: Path) -> None:
+def history(ranked_instances: Path, db_file: Path) -> None:
     """alpha: set one latest 1/2 (an older 2/2 is superseded), set two 4/4 -> quality 0.75 over 2 sets.
 
     Everything else stored for alpha must not count: a newer unverified run, a newer run with an
@@ -274,21 +247,23 @@ def test_select_by_quality_returns_the_best_instance_or_none(history: None, db_f
     assert evalkit.select_by_quality(0.8, db=db_file) is None
 
 
-def test_select_by_quality_can_choose_a_measured_zero_but_never_an_unknown(project: Path, db_file: Path) -> None:
+def test_select_by_quality_can_choose_a_measured_zero_but_never_an_unknown(
+    ranked_instances: Path, db_file: Path
+) -> None:
     save(db_file, run_of(0, 2, set_id="q.one", serving=BETA))
     best = evalkit.select_by_quality(db=db_file)
     assert best is not None
     assert (best.provider, best.quality) == ("beta", 0.0)
 
 
-def test_select_by_quality_breaks_ties_by_priority(project: Path, db_file: Path) -> None:
+def test_select_by_quality_breaks_ties_by_priority(ranked_instances: Path, db_file: Path) -> None:
     save(db_file, run_of(1, 2, set_id="q.one", serving=ALPHA), run_of(1, 2, set_id="q.one", serving=BETA))
     best = evalkit.select_by_quality(db=db_file)
     assert best is not None
     assert best.provider == "beta"  # both 0.5; beta has the higher priority
 
 
-def test_without_a_database_every_quality_is_unknown(project: Path, db_file: Path) -> None:
+def test_without_a_database_every_quality_is_unknown(ranked_instances: Path, db_file: Path) -> None:
     ranked = evalkit.rank_models("quality", db=db_file)
     assert [(r.provider, r.quality, r.sets) for r in ranked] == [
         ("gamma", None, 0),
@@ -299,6 +274,6 @@ def test_without_a_database_every_quality_is_unknown(project: Path, db_file: Pat
     assert not db_file.exists()  # ranking only reads: it never creates the database
 
 
-def test_rank_models_refuses_an_unknown_policy(project: Path, db_file: Path) -> None:
+def test_rank_models_refuses_an_unknown_policy(ranked_instances: Path, db_file: Path) -> None:
     with pytest.raises(UnknownNameError, match="unknown policy 'fastest'"):
         evalkit.rank_models("fastest", db=db_file)

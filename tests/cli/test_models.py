@@ -14,34 +14,7 @@ from tests.factories import run_of
 
 
 @pytest.fixture
-def project(write_file: Any) -> Path:
-    return write_file(
-        "evalkit.yaml",
-        """
-        providers:
-          - id: alpha
-            adapter: openai
-            base_url: http://127.0.0.1:9/v1
-            model: shared
-            priority: 10
-            cost: {input_per_mtok: 3, output_per_mtok: 6}
-          - id: beta
-            adapter: openai
-            base_url: http://127.0.0.1:9/v1
-            model: shared
-            priority: 20
-            cost: {input_per_mtok: 0.15, output_per_mtok: 0.6}
-          - id: gamma
-            adapter: openai
-            base_url: http://127.0.0.1:9/v1
-            model: other
-            priority: 30
-        """,
-    )
-
-
-@pytest.fixture
-def history(project: Path, db_file: Path) -> None:
+def history(ranked_instances: Path, db_file: Path) -> None:
     """alpha 0.75 over two sets; beta (same alias, another instance) a measured 0; gamma unknown."""
     alpha, beta = ServingRecord("alpha", "shared", "model-a"), ServingRecord("beta", "shared", "model-b")
     with Store.open(db_file) as store:
@@ -147,7 +120,7 @@ def test_table_when_nothing_is_left_to_rank(cli: Any, history: None) -> None:
     assert result.stdout.strip() == "No provider instances to rank (none configured, or none above --min-quality)."
 
 
-def test_without_a_database_every_quality_is_unknown(cli: Any, project: Path, db_file: Path) -> None:
+def test_without_a_database_every_quality_is_unknown(cli: Any, ranked_instances: Path, db_file: Path) -> None:
     doc = models_json(cli, "--policy", "quality")
     assert [(m["provider"], m["quality"], m["sets"]) for m in doc["models"]] == [
         ("gamma", None, 0),
@@ -177,7 +150,7 @@ def test_db_option_chooses_the_history(cli: Any, history: None, db_file: Path, t
         (("--format", "markdown"), "Invalid value for '--format'"),
     ],
 )
-def test_invalid_options_exit_2(cli: Any, project: Path, args: tuple[str, ...], message: str) -> None:
+def test_invalid_options_exit_2(cli: Any, ranked_instances: Path, args: tuple[str, ...], message: str) -> None:
     result = cli("models", *args)
     assert result.exit_code == 2
     assert message in result.stderr
