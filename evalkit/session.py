@@ -19,7 +19,7 @@ from typing import Any
 from evalkit._version import __version__
 from evalkit.compare import BaselineRun, compare_run, gate_of, not_comparable_reason, paired_test
 from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
-from evalkit.errors import InputError
+from evalkit.errors import InputError, StoreError
 from evalkit.protocols import Grader
 from evalkit.providers import ProviderPool, check_provider, default_alias
 from evalkit.records import (
@@ -173,9 +173,7 @@ def execute_plan(
     it received stay in the cache.
 
     The database is opened (created, migrated) before the first call, so one that cannot be
-    opened costs no call. (Opening it in a thread alongside the calls was measured ~40 ms faster
-    on a 500-prompt run and abandoned: a run that failed meanwhile left the thread inside
-    DuckDB, which could abort the process at exit, and its migration raced the cache flush.)"""
+    opened costs no call (opening it alongside the calls was tried: bench/README.md, session 2)."""
     from evalkit.store import StoreCache
 
     cache = StoreCache(plan.db) if plan.db is not None and plan.use_cache else None
@@ -197,7 +195,6 @@ def execute_plan(
 def _flush_interrupted(cache: Any) -> None:
     """Keep what was received, but a user who pressed Ctrl-C does not wait long for a database
     another process holds: the interruption then says the answers were not kept."""
-    from evalkit.errors import StoreError
     from evalkit.store.store import lock_wait_s
 
     with contextlib.suppress(StoreError):

@@ -13,6 +13,7 @@ A prompt passes when every assertion holds; its score is the fraction that hold.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -133,14 +134,12 @@ class DeterministicGrader:
     name = YARDSTICK
 
     def __init__(self) -> None:
-        self._slow: Any = None  # an asyncio.Lock, made in the running loop
+        self._slow: asyncio.Lock | None = None  # made in the running loop
 
     async def grade(self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None) -> Grade:
         try:
             return grade_assertions(prompt, response, IN_LOOP_REGEX_S)
         except _SlowRegex:
-            import asyncio
-
             # one slow search at a time: the regex engine's time limit counts the process's CPU
             # time, so searches running side by side would use up each other's second
             if self._slow is None:

@@ -116,14 +116,11 @@ class JsonClient:
         content = json.dumps(payload).encode()
         headers = [*self._headers, (b"Content-Length", str(len(content)).encode())]
         lane = await self._acquire()
-        try:  # the endpoint asked every caller to wait (429 or 503 with Retry-After), maybe again
+        try:
+            # the endpoint asked every caller to wait (429 or 503 with Retry-After), maybe again
             while (pause := self._resume_at - time.monotonic()) > 0:
                 await asyncio.sleep(pause)
-        except BaseException:
-            self._free.put_nowait(lane)
-            raise
-        started = time.perf_counter()
-        try:
+            started = time.perf_counter()
             raw = await lane.post(url, headers, content, self._timeout)
         except httpcore.TimeoutException:
             raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
@@ -189,32 +186,33 @@ class Lane:
         import httpcore
 
         request = httpcore.Request("POST", url, headers=headers, content=content, extensions={"timeout": timeout})
-        for attempt in (1, 2):
-            connection = self._connection
-            if connection is None or connection.is_closed() or connection.has_expired():
-                if connection is not None:
-                    await connection.aclose()
-                connection = self._connection = httpcore.AsyncHTTPConnection(
-                    url.origin, ssl_context=self._tls, network_backend=_backend()
-                )
-            try:
-                response = await connection.handle_async_request(request)
-            except httpcore.ConnectionNotAvailable:  # closed since the check above: a new one, once
-                await connection.aclose()
-                self._connection = None
-                if attempt == 2:
-                    raise httpcore.ReadError("the connection was closed") from None
-                continue
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
-            return response
-        raise AssertionError("unreachable")
+        try:
+            response = await (await self._open(url)).handle_async_request(request)
+        except httpcore.ConnectionNotAvailable:  # closed since _open looked: a new one (never busy)
+            await self.aclose()
+            response = await (await self._open(url)).handle_async_request(request)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return response
+
+    async def _open(self, url: Any) -> Any:
+        """The lane's connection, a new one if the server has closed it (or none was opened)."""
+        import httpcore
+
+        connection = self._connection
+        if connection is None or connection.is_closed() or connection.has_expired():
+            await self.aclose()
+            connection = self._connection = httpcore.AsyncHTTPConnection(
+                url.origin, ssl_context=self._tls, network_backend=_backend()
+            )
+        return connection
 
     async def aclose(self) -> None:
-        if self._connection is not None:
-            await self._connection.aclose()
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.aclose()
 
 
 @dataclass(frozen=True, slots=True)

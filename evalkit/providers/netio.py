@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import select
 import ssl
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 import httpcore
@@ -94,6 +94,20 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         return self._writer.get_extra_info(names[info]) if info in names else None
 
 
+async def _connected(
+    opening: Coroutine[Any, Any, tuple[asyncio.StreamReader, asyncio.StreamWriter]], where: str, timeout: float | None
+) -> AsyncioStream:
+    """The stream ``opening`` connects, within ``timeout``, failures as httpcore's."""
+    try:
+        async with asyncio.timeout(timeout):
+            reader, writer = await opening
+    except TimeoutError:
+        raise httpcore.ConnectTimeout(f"no connection to {where} within {_secs(timeout)}") from None
+    except _OS_ERRORS as exc:
+        raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+    return AsyncioStream(reader, writer)
+
+
 class AsyncioBackend(httpcore.AsyncNetworkBackend):
     """Connections as asyncio streams, with httpcore's timeouts and exceptions."""
 
@@ -105,37 +119,25 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                # Happy Eyeballs (RFC 8305), as anyio does: an address that drops the connection
-                # attempt (a broken IPv6 route) costs 250 ms, not the whole connect timeout
-                reader, writer = await asyncio.open_connection(
-                    host,
-                    port,
-                    local_addr=(local_address, 0) if local_address else None,
-                    happy_eyeballs_delay=0.25,
-                    interleave=1,
-                )
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"no connection to {host}:{port} within {_secs(timeout)}") from None
-        except _OS_ERRORS as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        sock = writer.get_extra_info("socket")
+        # Happy Eyeballs (RFC 8305), as anyio does: an address that drops the connection attempt
+        # (a broken IPv6 route) costs 250 ms, not the whole connect timeout
+        opening = asyncio.open_connection(
+            host,
+            port,
+            local_addr=(local_address, 0) if local_address else None,
+            happy_eyeballs_delay=0.25,
+            interleave=1,
+        )
+        stream = await _connected(opening, f"{host}:{port}", timeout)
+        sock = stream.get_extra_info("socket")
         for option in socket_options or ():
             sock.setsockopt(*option)
-        return AsyncioStream(reader, writer)
+        return stream
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_unix_connection(path)
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"no connection to {path} within {_secs(timeout)}") from None
-        except _OS_ERRORS as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        return AsyncioStream(reader, writer)
+        return await _connected(asyncio.open_unix_connection(path), path, timeout)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from evalkit.errors import SchemaOutdatedError, StoreError
 from evalkit.store.migrations import apply_migrations, pending
@@ -40,6 +40,18 @@ def _interrupted(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.InterruptException) or (
         isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
     )
+
+
+def _reraise(exc: BaseException, failed: str) -> NoReturn:
+    """``exc`` raised again as evalkit sees it: Ctrl-C inside DuckDB as Ctrl-C, any other DuckDB
+    error as a StoreError saying ``failed`` and why, everything else as it is."""
+    import duckdb
+
+    if _interrupted(exc):
+        raise KeyboardInterrupt from None
+    if isinstance(exc, duckdb.Error):
+        raise StoreError(f"{failed} ({_first_line(exc)})") from None
+    raise exc
 
 
 def _is_lock_error(exc: Exception) -> bool:
@@ -93,11 +105,7 @@ class Store:
                 )
         except BaseException as exc:
             con.close()
-            if _interrupted(exc):
-                raise KeyboardInterrupt from None
-            if isinstance(exc, duckdb.Error):
-                raise StoreError(f"{path}: cannot migrate the database ({_first_line(exc)})") from None
-            raise
+            _reraise(exc, f"{path}: cannot migrate the database")
         return store
 
     def __enter__(self) -> Store:
@@ -121,11 +129,7 @@ class Store:
             yield self.con
         except BaseException as exc:
             self.con.execute("rollback")
-            if _interrupted(exc):
-                raise KeyboardInterrupt from None
-            if isinstance(exc, duckdb.Error):
-                raise StoreError(f"{self.path}: write failed, nothing was written ({_first_line(exc)})") from None
-            raise
+            _reraise(exc, f"{self.path}: write failed, nothing was written")
         try:
             self.con.execute("commit")
         except duckdb.Error as exc:
