@@ -8,11 +8,11 @@ before anything runs: a malformed line is an input error naming file:line.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from evalkit.config import ProviderConfig
 from evalkit.errors import InputError, ProviderError
+from evalkit.jsonl import json_lines
 from evalkit.records import Completion, CompletionRequest, ServingRecord
 
 
@@ -52,15 +52,10 @@ def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: the replay answers file is not UTF-8 text ({exc.reason}); re-encode it") from exc
     records: dict[tuple[str, str], tuple[str, str | None]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}:{exc.colno}: not a JSON object ({exc.msg})") from None
-        except RecursionError:
-            raise InputError(f"{path}:{number}:1: JSON nested too deeply to read; flatten it") from None
+    for number, record, unreadable in json_lines(lines):
+        if unreadable is not None:
+            column, problem = unreadable
+            raise InputError(f"{path}:{number}:{column}: {problem}")
         if not isinstance(record, dict):
             raise InputError(f"{path}:{number}:1: expected a JSON object per line")
         item_id, response = record.get("id"), record.get("response")

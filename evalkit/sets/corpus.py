@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.errors import Issue, SetError
+from evalkit.jsonl import json_lines
 
 TEXT_SUFFIXES = (".md", ".txt")
 
@@ -61,16 +62,9 @@ def _jsonl(path: Path) -> tuple[Document, ...]:
     first_line: dict[str, int] = {}
     file = str(path)
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                issues.append(Issue(file, number, exc.colno, "", f"not a JSON object ({exc.msg})"))
-                continue
-            except RecursionError:
-                issues.append(Issue(file, number, 1, "", "JSON nested too deeply to read; flatten it"))
+        for number, record, unreadable in json_lines(handle):
+            if unreadable is not None:
+                issues.append(Issue(file, number, unreadable[0], "", unreadable[1]))
                 continue
             problem = _record_problem(record)
             if problem:

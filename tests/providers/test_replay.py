@@ -188,8 +188,9 @@ def test_a_prompt_without_a_record_is_an_item_error(cli: Any, replay_config: Pat
         (['{"response": "no"}'], 1),
         (['{"id": "sunday"}'], 1),
         (['{"id": "sunday", "response": "no", "model": 4}'], 1),
+        (['{"id": "sunday", "response": "no"}', "[" * 100_000 + "]" * 100_000], 2),
     ],
-    ids=["truncated", "array", "no-id", "no-response", "model-not-string"],
+    ids=["truncated", "array", "no-id", "no-response", "model-not-string", "nested-too-deeply"],
 )
 def test_a_malformed_line_is_exit_2_naming_file_and_line(
     cli: Any, replay_config: Path, isolated: Path, db_file: Path, lines: list[str], line_number: int

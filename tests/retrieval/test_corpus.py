@@ -90,12 +90,13 @@ def test_malformed_lines_are_reported_with_their_line_numbers(tmp_path: Path) ->
             {"id": "n", "text": 5},
             {"id": "t", "text": "x", "title": 5},
             '{"id": "cut", "text": "trunc',
+            "[" * 100_000 + "]" * 100_000,
         )
     )
     with pytest.raises(SetError) as info:
         load_corpus(path)
     issues = info.value.issues
-    assert [(i.file, i.line) for i in issues] == [(str(path), n) for n in range(2, 9)]
+    assert [(i.file, i.line) for i in issues] == [(str(path), n) for n in range(2, 10)]
     messages = [i.message for i in issues]
     assert messages[0].startswith("not a JSON object (")
     assert messages[1:6] == [
@@ -106,8 +107,9 @@ def test_malformed_lines_are_reported_with_their_line_numbers(tmp_path: Path) ->
         "'title' must be a string",
     ]
     assert messages[6].startswith("not a JSON object (")
+    assert messages[7] == "JSON nested too deeply to read; flatten it"
     assert str(info.value).startswith(f"{path}:2:1: not a JSON object (")
-    assert str(info.value).endswith("(and 6 more; run `evalkit validate` to list them)")
+    assert str(info.value).endswith("(and 7 more; run `evalkit validate` to list them)")
 
 
 def test_missing_corpus_points_at_the_corpus_line_of_the_set(cli: Any, write_file: Any, db_file: Path) -> None:

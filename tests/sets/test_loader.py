@@ -180,6 +180,19 @@ def test_set_error_message_counts_the_other_issues(write_file) -> None:
     )
 
 
+def test_a_json_schema_string_nested_too_deeply_is_a_set_error(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "deep.yaml"
+    path.write_text(
+        f"id: deep\nname: Deep\nprompts:\n  - id: p\n    prompt: q\n    assertions:\n      - json_schema: '{deep}'\n"
+    )
+    with pytest.raises(SetError) as caught:
+        load_set(path)
+    assert [(i.line, i.path, i.message) for i in caught.value.issues] == [
+        (7, "prompts[0].assertions[0].json_schema", "json_schema string is nested too deeply to read; flatten it")
+    ]
+
+
 def test_missing_file_is_a_set_error() -> None:
     with pytest.raises(SetError) as caught:
         load_set("nope.yaml")
