@@ -14,6 +14,9 @@ overhead:
   (b) N = 500 at 200 ms latency, concurrency 32 (efficiency against N x latency / concurrency);
   (c) 50 prompts on the real local model, concurrency 1.
 
+(b) also gets two floor rows from bench/floor_client.py: a raw asyncio client with no HTTP
+library, bare and after importing the libraries evalkit must load before its first call.
+
 It also records `evalkit --help` start-up, `evalkit validate` over 100 set files and grading
 100,000 pre-generated answers through the replay provider. promptfoo 0.121.20 is installed with
 `npm install --prefix bench/node promptfoo@0.121.20` (bench/node is ignored by git).
@@ -141,6 +144,18 @@ def scenario(
     return rows
 
 
+def floor_rows(name: str, *, n: int, url: str, concurrency: int, latency_s: float) -> list[dict[str, object]]:
+    """The same load from bench/floor_client.py, bare and after importing evalkit's stack: the
+    least any Python client, then any client on evalkit's stack, can take."""
+    rows = []
+    for tool, extra in (("floor: raw asyncio client", []), ("floor: raw client + stack imports", ["--import-stack"])):
+        m = measure([sys.executable, str(BENCH / "floor_client.py"), url, str(n), str(concurrency), *extra])
+        if m.returncode != 0 or m.stdout.strip() != str(n):
+            raise SystemExit(f"floor client failed: {m.stderr[-2000:]}")
+        rows.append(_row(name, tool, n, concurrency, latency_s, m, "no parsing, grading or storing", None))
+    return rows
+
+
 def _row(
     name: str, tool: str, n: int, concurrency: int, latency_s: float | None, m: Measure, note: str, run_s: float | None
 ) -> dict[str, object]:
@@ -244,6 +259,7 @@ def main() -> None:
     try:
         rows += scenario("a", n=sizes["a"], url=fast.url, concurrency=16, latency_s=None, tools=tools)
         rows += scenario("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2, tools=tools)
+        rows += floor_rows("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2)
     finally:
         fast.stop()
         slow.stop()

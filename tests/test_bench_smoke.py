@@ -27,6 +27,7 @@ def test_promptfoo_bench_smoke() -> None:
     out = run("bench/bench_promptfoo.py", "--smoke")
     assert "| a | evalkit | 20 | 16 |" in out
     assert "| b | evalkit | 10 | 32 |" in out
+    assert "| b | floor: raw client + stack imports | 10 | 32 |" in out
     assert "assertions_per_s" in out
 
 
