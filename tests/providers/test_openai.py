@@ -267,3 +267,18 @@ def test_unset_key_of_the_fallback_is_exit_2_with_no_request(
     assert "provider 'spare'" in result.stderr
     assert "EVALKIT_TEST_UNSET_KEY" in result.stderr
     assert fake_llm.calls == 0
+
+
+def test_an_uppercase_scheme_in_base_url_is_accepted(
+    cli: Any, isolated: Path, fake_llm: FakeServer, write_file: Any
+) -> None:
+    # URL schemes are case-insensitive (RFC 3986 3.1): HTTP:// is the same endpoint as http://
+    url = fake_llm.url.replace("http://", "HTTP://")
+    write_file("evalkit.yaml", f"providers:\n  - {{id: fake, adapter: openai, base_url: '{url}/v1', model: m}}\n")
+    write_file(
+        "sets/up.yaml", "id: up.case\nname: Up\nprompts:\n  - {id: q, prompt: Hi, assertions: [{contains: echo}]}\n"
+    )
+    assert cli("validate", "evalkit.yaml", "sets/up.yaml").exit_code == 0
+    result = cli("run", "sets/up.yaml", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert [last_user_message(r) for r in fake_llm.requests] == ["Hi"]
