@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import StoreError
 from evalkit.records import Completion, ServingRecord, Usage
-from evalkit.store.store import Store
+from evalkit.store.store import Store, age_cutoff
 
 CACHE_COLUMNS = (
     "key", "provider", "model", "response", "serving", "input_tokens", "output_tokens", "latency_ms",
@@ -85,7 +85,7 @@ def write_entries(store: Store, entries: dict[str, Completion]) -> None:
 
 
 def prune_cache(store: Store, older_than_days: int) -> int:
-    cutoff = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=older_than_days)
+    cutoff = age_cutoff(older_than_days)
     row = store.con.execute("select count(*) from cache where created_at < $1", [cutoff]).fetchone()
     store.con.execute("delete from cache where created_at < $1", [cutoff])
     return int(row[0]) if row else 0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from evalkit.store.store import Store
+from evalkit.store.store import Store, age_cutoff
 
 HISTORY_COLUMNS = (
     "run_id", "set_id", "kind", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
@@ -102,7 +102,7 @@ def set_summaries(store: Store, trend_length: int = 12) -> list[dict[str, Any]]:
 
 def prune_runs(store: Store, older_than_days: int) -> int:
     """Delete whole runs (run row and item rows) started more than ``older_than_days`` ago."""
-    cutoff = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=older_than_days)
+    cutoff = age_cutoff(older_than_days)
     with store.transaction() as con:
         row = con.execute("select count(*) from runs where started_at < $1", [cutoff]).fetchone()
         con.execute("delete from results where run_id in (select run_id from runs where started_at < $1)", [cutoff])
@@ -112,6 +112,7 @@ def prune_runs(store: Store, older_than_days: int) -> int:
 
 def instance_quality(store: Store, provider: str, model: str) -> tuple[float | None, int]:
     """(mean over sets of the latest verified deterministic run's mean_score, number of sets).
+    The mean is rounded to 12 places, so three sets at 0.7 measure 0.7 and not 0.6999999999999998.
 
     Scoped to the provider instance and its alias; a run counts when its generator was verified
     and no item errored. No such run: (None, 0) - unknown, never zero.
@@ -125,7 +126,7 @@ def instance_quality(store: Store, provider: str, model: str) -> tuple[float | N
             where kind = 'prompts' and grader = 'deterministic' and provider = $1 and model = $2
               and generator_provenance is not null and error_count = 0
         )
-        select avg(mean_score), count(*) from latest where recency = 1
+        select round(avg(mean_score), 12), count(*) from latest where recency = 1
         """,
         [provider, model],
     ).fetchone()

@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NoReturn
@@ -30,6 +31,15 @@ def lock_wait_s() -> float:
         return float(os.environ.get("EVALKIT_DB_WAIT_S", DEFAULT_WAIT_S))
     except ValueError:
         return DEFAULT_WAIT_S
+
+
+def age_cutoff(older_than_days: int) -> datetime:
+    """The moment ``older_than_days`` ago (UTC, naive, as stored); an age reaching back past the
+    year 1 is the year 1, before which nothing is stored."""
+    try:
+        return datetime.now(UTC).replace(tzinfo=None) - timedelta(days=older_than_days)
+    except OverflowError:  # past datetime.min, or more days than timedelta holds
+        return datetime.min
 
 
 def _interrupted(exc: BaseException) -> bool:

@@ -133,3 +133,15 @@ def test_prune_uses_retention_days(cli, db_file: Path, isolated: Path) -> None:
         save_run(store, run_of(1, 2, started_at="2020-01-01T00:00:00+00:00"), "metadata", "test")
     result = cli("prune")
     assert result.stdout.startswith("Deleted 0 runs")
+
+
+@pytest.mark.parametrize("days", ["1000000", "99999999999"])
+def test_prune_with_an_age_past_the_year_1_deletes_nothing(cli, db_file: Path, isolated: Path, days: str) -> None:
+    with Store.open(db_file) as store:
+        save_run(store, run_of(1, 2, started_at="2020-01-01T00:00:00+00:00"), "metadata", "test")
+    result = cli("prune", "--older-than", days)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Deleted 0 runs and 0 cache entries")
+    write(isolated / "evalkit.yaml", f"retention_days: {days}\n")  # the same through the config
+    assert cli("prune").stdout.startswith("Deleted 0 runs and 0 cache entries")
+    assert len(json.loads(cli("report", "--format", "json").stdout)["runs"]) == 1

@@ -162,3 +162,16 @@ def test_min_quality_nan_is_refused(cli: Any, history: None) -> None:
     assert result.exit_code == 2
     assert "--min-quality" in result.stderr
     assert result.stdout == ""
+
+
+def test_min_quality_keeps_an_instance_exactly_at_the_threshold(
+    cli: Any, ranked_instances: Path, db_file: Path
+) -> None:
+    alpha = ServingRecord("alpha", "shared", "model-a")
+    with Store.open(db_file) as store:
+        for set_id in ("q.one", "q.two", "q.three"):
+            save_run(store, run_of(7, 10, set_id=set_id, serving=alpha), "metadata", "test")
+    result = cli("models", "--min-quality", "0.7", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    models = json.loads(result.stdout)["models"]
+    assert [m["provider"] for m in models] == ["alpha"]
