@@ -727,3 +727,18 @@ def test_example_sets_in_the_repo_validate(cli, monkeypatch: pytest.MonkeyPatch)
     result = cli("validate", "sets/faq.yaml", "sets/smoke.yaml")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "2 files valid (2 sets)\n"
+
+
+def test_validate_rejects_an_unknown_lexical_language(cli: Any, write_file: Any) -> None:
+    write_file(
+        "evalkit.yaml",
+        """
+        retrievers:
+          - id: lexical
+            kind: lexical
+            language: xx
+        """,
+    )
+    result = cli("validate", "evalkit.yaml")
+    assert result.exit_code == 2
+    assert "evalkit.yaml:4:" in result.stdout + result.stderr

@@ -270,7 +270,6 @@ def test_cli_language_from_the_retriever_config(cli: Any, write_file: Any) -> No
         retrievers:
           - {id: lex-de, kind: lexical, language: de}
           - {id: lex-plain, kind: lexical, language: none}
-          - {id: lex-bad, kind: lexical, language: xx}
         """,
     )
     write_file(
@@ -300,7 +299,7 @@ def test_cli_language_from_the_retriever_config(cli: Any, write_file: Any) -> No
         "evalkit.yaml",
         """
         retrievers:
-          - {id: lex-bad, kind: lexical, language: xx}
+          - {id: lex-bad, kind: lexical, language: de}
           - {id: lexical, kind: http, url: "http://127.0.0.1:9/search"}
         """,
     )
@@ -310,4 +309,13 @@ def test_cli_language_from_the_retriever_config(cli: Any, write_file: Any) -> No
     write_file("evalkit.yaml", "retrievers: [{id: lex-bad, kind: lexical, language: xx}]\n")
     bad = cli("retrieval", "sets/haus.yaml", "--retriever", "lex-bad")
     assert bad.exit_code == 2
-    assert bad.stderr.startswith("Error: lexical retriever: unknown language 'xx' (expected one of: ")
+    assert "evalkit.yaml:1:" in bad.stderr  # a schema error, before any work
+    assert "retrievers[0].language: 'xx' is not one of: en, de, fr," in bad.stderr
+
+
+def test_the_config_schema_lists_exactly_the_languages_the_retriever_knows() -> None:
+    from evalkit.retrieval.lexical import LANGUAGES
+    from evalkit.sets.validation import load_schema
+
+    retriever = load_schema("config")["$defs"]["retriever"]["properties"]
+    assert retriever["language"]["enum"] == [*LANGUAGES, "none"]
