@@ -48,7 +48,7 @@ class CommandRetriever:
             detail = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
             raise RetrieverError(f"retriever '{self.id}': exit status {process.returncode} {detail[0]}".rstrip())
         ids = tuple(line.strip() for line in out.decode(errors="replace").splitlines())
-        return Ranking(ids[: max(limit, 0)], {}, (time.perf_counter() - started) * 1000.0)
+        return Ranking(ids, {}, (time.perf_counter() - started) * 1000.0)  # cut at limit once distinct
 
     async def aclose(self) -> None:
         return None

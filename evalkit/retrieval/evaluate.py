@@ -113,6 +113,7 @@ async def evaluate(
         config=config,
         outcomes=outcomes,
         provenance=provenance,
+        limit=limit,
         run_id=run_id,
         started_at=started_at,
         finished_at=finished(),
@@ -136,13 +137,16 @@ def _result(
     config: RetrieverConfig,
     outcomes: Sequence[Outcome],
     provenance: Provenance,
+    limit: int,
     run_id: str,
     started_at: str,
     finished_at: str,
     tolerances: RetrievalTolerances | None,
 ) -> RetrievalRunResult:
     questions = question_set.questions
-    rankings = [distinct(o.ranking) for o in outcomes]
+    # every kind of retriever is held to --limit distinct, non-blank ids (blank lines and repeats
+    # a command prints do not use it up; an http answer longer than asked is cut)
+    rankings = [distinct(o.ranking)[: max(limit, 0)] for o in outcomes]
     scores = score(questions, rankings, [o.error is not None for o in outcomes])
     items = tuple(
         RetrievalItem(

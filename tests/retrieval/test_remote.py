@@ -416,3 +416,15 @@ def test_command_without_declared_corpus_revision_is_unknown(cli: Any, write_fil
     result = run(cli, "sets/one.yaml", "--fail-on-regression", retriever="echo")
     assert (result.exit_code, result.doc["comparison"]["state"]) == (1, "unknown")
     assert result.doc["items"][0]["retrieved"] == ["1"]
+
+
+def test_blank_lines_and_repeats_do_not_use_up_the_limit(cli: Any, write_file: Any) -> None:
+    # --limit counts distinct, non-blank ids, as the lexical retriever's do
+    command_project(write_file, ids={"apple pie": ["cake", "", "  ", "cake", "cake", "apple"]})
+    result = run_command(cli, "--limit", "2")
+    assert result.exit_code == 0, result.stderr
+    pie = next(i for i in result.doc["items"] if i["id"] == "pie")
+    assert (pie["retrieved"], pie["top3_hit"]) == (["cake", "apple"], True)
+    result = run_command(cli, "--limit", "1")
+    pie = next(i for i in result.doc["items"] if i["id"] == "pie")
+    assert (pie["retrieved"], pie["top3_hit"]) == (["cake"], False)
