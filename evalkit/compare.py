@@ -243,11 +243,13 @@ def compare_retrieval(
             f"Recorded as the baseline for {run.set_id} with retriever '{run.retriever}' "
             f"(benchmark {run.benchmark_fingerprint}).",
         )
+    treatment_changed = previous.variant_fingerprint != run.variant_fingerprint
     if previous.benchmark_fingerprint is None:
         return Comparison(
             "unknown",
             f"Not compared: the benchmark fingerprint of run {previous.run_id} is unknown.",
             baseline_run_id=previous.run_id,
+            treatment_changed=treatment_changed,
         )
     if previous.benchmark_fingerprint != run.benchmark_fingerprint:
         return Comparison(
@@ -255,6 +257,7 @@ def compare_retrieval(
             f"Not compared: the benchmark changed since run {previous.run_id} (corpus or labels differ: "
             f"{previous.benchmark_fingerprint} -> {run.benchmark_fingerprint}).",
             baseline_run_id=previous.run_id,
+            treatment_changed=treatment_changed,
         )
     top1 = exact_ratio(run.top1_hits, run.question_count) - exact_ratio(previous.top1_hits, previous.question_count)
     top3 = exact_ratio(run.top3_hits, run.question_count) - exact_ratio(previous.top3_hits, previous.question_count)
@@ -276,7 +279,7 @@ def compare_retrieval(
         baseline_run_id=previous.run_id,
         pass_rate_delta=float(top1),
         mean_score_delta=float(top3),
-        treatment_changed=previous.variant_fingerprint != run.variant_fingerprint,
+        treatment_changed=treatment_changed,
     )
 
 

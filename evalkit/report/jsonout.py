@@ -119,7 +119,7 @@ def retrieval_json(run: RetrievalRunResult, gate: dict[str, Any] | None = None) 
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "items": items,
-        "comparison": comparison.as_dict(),
+        "comparison": {"treatment_changed": None, **comparison.as_dict()},  # null: no earlier run looked at
         "gate": gate or {"fail_on_regression": False, "passed": True},
     }
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
-from evalkit.report.text import clip, percent, sparkline
+from evalkit.report.text import clip, instance, percent, sparkline
 
 
 def _cell(text: str) -> str:
@@ -46,7 +46,7 @@ def history_markdown(set_id: str, rows: Sequence[dict[str, Any]]) -> str:
     ]
     for r in rows:
         lines.append(
-            f"| `{r['run_id']}` | {r['started_at']} | {_cell(r['provider'] + '/' + r['model'])} | {_cell(r['grader'])} "
+            f"| `{r['run_id']}` | {r['started_at']} | {_cell(instance(r['provider'], r['model']))} | {_cell(r['grader'])} "
             f"| {percent(r['pass_rate'])} | {r['mean_score']:.3f} | {r['comparison_state'] or '—'} |"
         )
     return "\n".join(lines) + "\n"
@@ -92,7 +92,7 @@ def comparison_markdown(result: Any) -> str:
     lines = [
         f"### Compare `{first['run_id']}` -> `{second['run_id']}`",
         "",
-        f"{first['set_id']}: {_cell(first['provider'] + '/' + first['model'])} -> {_cell(second['provider'] + '/' + second['model'])}",
+        f"{first['set_id']}: {_cell(instance(first['provider'], first['model']))} -> {_cell(instance(second['provider'], second['model']))}",
         "",
         *[f"- {line}" for line in comparison_lines(result)],
     ]

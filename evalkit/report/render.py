@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalkit.records import Comparison, RetrievalRunResult, RunResult
-from evalkit.report.text import clip, comparison_lines, percent, sparkline
+from evalkit.report.text import clip, comparison_lines, instance, percent, sparkline
 
 MAX_LISTED = 100
 
@@ -141,7 +141,7 @@ def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]
         table.add_column(name, justify="right" if name in ("pass rate", "mean", "errors") else "left")
     for r in rows:
         table.add_row(
-            r["run_id"], str(r["started_at"]), f"{r['provider']}/{r['model']}", r["reported_model"] or "—", r["grader"],
+            r["run_id"], str(r["started_at"]), instance(r["provider"], r["model"]), r["reported_model"] or "—", r["grader"],
             percent(r["pass_rate"]), f"{r['mean_score']:.3f}", str(r["error_count"]),
             Text(r["comparison_state"] or "—", style=verdict_style(r["comparison_state"], None)),
         )  # fmt: skip
@@ -160,7 +160,7 @@ def render_summaries(console: Console, rows: Sequence[dict[str, Any]]) -> None:
     for r in rows:
         verdict = "regressed" if r["regressed"] else (r["comparison_state"] or "—")
         table.add_row(
-            r["set_id"], r["run_id"], f"{r['provider']}/{r['model']}", r["grader"], percent(r["pass_rate"]),
+            r["set_id"], r["run_id"], instance(r["provider"], r["model"]), r["grader"], percent(r["pass_rate"]),
             f"{r['mean_score']:.3f}", sparkline(r["trend"]), r["baseline_run_id"] or "—",
             Text(verdict, style=verdict_style(r["comparison_state"], r["regressed"])),
         )  # fmt: skip
@@ -287,7 +287,7 @@ def render_models(console: Console, policy: str, ranked: Sequence[Any]) -> None:
 def render_comparison(console: Console, result: Any) -> None:
     for label, run in (("first ", result.first), ("second", result.second)):
         console.print(
-            f"{label} {run['run_id']} · {run['set_id']} · {run['provider']}/{run['model']} · {run['grader']} · {run['started_at']}"
+            f"{label} {run['run_id']} · {run['set_id']} · {instance(run['provider'], run['model'])} · {run['grader']} · {run['started_at']}"
         )
     for line in comparison_lines(result):
         console.print(line)

@@ -19,6 +19,11 @@ def sparkline(values: Sequence[float | None]) -> str:
     return "".join(out)
 
 
+def instance(provider: str, model: str | None) -> str:
+    """``provider/model``; a retriever without a model revision shows ``provider/—``."""
+    return f"{provider}/{model or '—'}"
+
+
 def percent(rate: float | None) -> str:
     return "—" if rate is None else f"{rate * 100:.1f}%"
 

@@ -577,3 +577,53 @@ def test_stdlib_example_runs_with_the_lexical_retriever(cli: Any, monkeypatch: p
     table = cli("retrieval", "sets/stdlib_docs.yaml", "--retriever", "lexical")
     assert table.exit_code == 0
     assert "No regression: top-1 +0.0 pp, top-3 +0.0 pp" in table.stdout
+
+
+def test_unknown_lexical_language_is_refused_before_the_database_is_touched(
+    cli: Any, write_file: Any, db_file: Path
+) -> None:
+    write_file(
+        "evalkit.yaml",
+        """
+        retrievers:
+          - id: lexical
+            kind: lexical
+            language: xx
+        """,
+    )
+    write_file("corpus.jsonl", '{"id": "a", "text": "apple pie"}\n')
+    write_file(
+        "q.yaml",
+        """
+        id: review.lang
+        name: Language
+        corpus: corpus.jsonl
+        questions:
+          - {id: q1, question: apple, form: match, expected: [a]}
+        """,
+    )
+    result = cli("retrieval", "q.yaml", "--retriever", "lexical")
+    assert result.exit_code == 2
+    assert not db_file.exists()
+    assert "evalkit.yaml:4:" in result.stderr
+
+
+def test_mismatch_still_says_whether_the_treatment_changed(cli: Any, write_file: Any) -> None:
+    write_file("corpus.jsonl", '{"id": "a", "text": "apple pie"}\n')
+    write_file(
+        "q.yaml",
+        """
+        id: review.treat
+        name: Treatment
+        corpus: corpus.jsonl
+        questions:
+          - {id: q1, question: apple, form: match, expected: [a]}
+        """,
+    )
+    first = cli("retrieval", "q.yaml", "--retriever", "lexical", "--format", "json")
+    assert json.loads(first.stdout)["comparison"]["state"] == "baseline"
+    write_file("corpus.jsonl", '{"id": "a", "text": "apple pie"}\n{"id": "b", "text": "banana"}\n')
+    write_file("evalkit.yaml", "retrievers:\n  - {id: lexical, kind: lexical, k1: 1.2}\n")
+    second = json.loads(cli("retrieval", "q.yaml", "--retriever", "lexical", "--format", "json").stdout)
+    assert second["comparison"]["state"] == "mismatch"
+    assert second["comparison"]["treatment_changed"] is True

@@ -428,3 +428,19 @@ def test_blank_lines_and_repeats_do_not_use_up_the_limit(cli: Any, write_file: A
     result = run_command(cli, "--limit", "1")
     pie = next(i for i in result.doc["items"] if i["id"] == "pie")
     assert (pie["retrieved"], pie["top3_hit"]) == (["cake"], False)
+
+
+def test_a_retriever_without_a_model_revision_reads_as_a_dash_in_every_report(cli: Any, write_file: Any) -> None:
+    command_project(write_file, ids={"apple pie": ["apple"]})
+    for _ in range(2):
+        assert run_command(cli).exit_code == 0
+    runs = [r["run_id"] for r in json.loads(cli("report", "--format", "json").stdout)["runs"]]
+    assert len(runs) == 2
+    for args in (("report",), ("report", "command.docs", "--format", "markdown"), ("compare", *runs)):
+        result = cli(*args)
+        assert result.exit_code == 0, result.output
+        assert "mine/—" in result.stdout
+        assert "None" not in result.stdout
+    markdown = cli("compare", *runs, "--format", "markdown")
+    assert markdown.exit_code == 0, markdown.output
+    assert "command.docs: mine/— -> mine/—" in markdown.stdout
