@@ -23,6 +23,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from evalkit.errors import ProviderError, ProviderRefused, RunError
+from evalkit.graders.excerpt import excerpt
 from evalkit.protocols import Provider
 from evalkit.records import Completion, CompletionRequest, Grade, Message, Prompt, PromptSet, ServingRecord, Usage
 
@@ -54,7 +55,9 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _LEVEL_KEY = re.compile(r'"level"\s*:\s*"?$')
-_TRUNCATED = re.compile(r'\A\s*\{\s*"level"\s*:\s*"?([0-4])"?\s*(?:,\s*"justification"\s*:\s*"([^"]*))?', re.S)
+_TRUNCATED = re.compile(
+    r'\A\s*\{\s*"level"\s*:\s*"?([0-4])(?![\d.eE])"?\s*(?:,\s*"justification"\s*:\s*"([^"]*))?', re.S
+)
 
 
 def task_text(prompt_set: PromptSet, prompt: Prompt) -> str:
@@ -79,7 +82,8 @@ def yardstick(judge_instance: str, reported_model: str) -> str:
 
 def parse_answer(text: str) -> tuple[int, str]:
     """(level, justification) from the judge's text; ValueError when there is none."""
-    for candidate in _json_objects(text):
+    candidates = _json_objects(text)
+    for candidate in candidates:
         level = candidate.get("level")
         if isinstance(level, str) and level.strip() in LEVELS:
             level = int(level.strip())
@@ -88,7 +92,9 @@ def parse_answer(text: str) -> tuple[int, str]:
         if isinstance(level, int) and not isinstance(level, bool) and 0 <= level <= 4:
             justification = candidate.get("justification", "")
             return level, " ".join(str(justification).split())
-    truncated = _TRUNCATED.search(text)  # an answer cut off by max_tokens still states its level first
+    # an answer cut off by max_tokens still states its level first; a whole answer whose level is
+    # not one of the five (10 on a 0-10 scale, 3.5) is no level at all
+    truncated = None if any("level" in c for c in candidates) else _TRUNCATED.search(text)
     if truncated:
         return int(truncated.group(1)), " ".join((truncated.group(2) or "").split())
     raise ValueError("no JSON object with a level 0-4 in the judge's answer")
@@ -131,11 +137,16 @@ def weighted_level(raw: Any) -> float | None:
 
 
 def level_grade(level: float, justification: str, mark: str) -> Grade:
-    """Score = min(1, level/4) on the level rounded to two decimals; pass at level >= 2.4."""
-    rounded = Decimal(repr(level)).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
-    score = min(Decimal(1), rounded / 4)
-    reason = f"level {rounded}/4: {justification}" if justification else f"level {rounded}/4"
-    return Grade(rounded >= PASS_LEVEL, float(score), reason, yardstick=mark)
+    """Score = min(1, level/4); pass at level >= 2.4 (score 0.6). The level is taken to 12 places,
+    so a weighted 2.3999999999999995 is 2.4 while 2.395 stays below the mark; it is shown to two
+    decimals unless more of them decide."""
+    exact = Decimal(repr(level)).quantize(Decimal("1e-12"), rounding=ROUND_HALF_EVEN)
+    shown = exact.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    if shown != exact:
+        shown = exact.normalize()
+    score = min(Decimal(1), exact / 4)
+    reason = f"level {shown}/4: {justification}" if justification else f"level {shown}/4"
+    return Grade(exact >= PASS_LEVEL, float(score), reason, yardstick=mark)
 
 
 class DecisionGrader:
@@ -172,7 +183,7 @@ class DecisionGrader:
             grade = self._judged(completion)
             if grade is not None:
                 return replace(grade, usage=usage)
-            problems.append(f"unparseable judge answer {_clip(completion.text)}")
+            problems.append(f"unparseable judge answer {excerpt(completion.text, 80, flatten=True)}")
         reason = "Decision failed: " + "; retry: ".join(problems)
         return Grade(False, 0.0, reason, yardstick=None, usage=usage)  # no yardstick: nothing measured it
 
@@ -196,8 +207,3 @@ async def probe(judge: Provider, alias: str) -> None:
         await judge.complete(request)
     except ProviderError as exc:
         raise RunError(f"the judge '{judge.instance_id}' did not answer a readiness probe: {exc}") from None
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[: limit - 3] + "...")
