@@ -17,6 +17,7 @@ import asyncio
 import json
 from typing import Any
 
+from evalkit.graders.excerpt import excerpt
 from evalkit.records import Assertion, AssertionResult, Grade, Prompt, PromptSet, ServingRecord
 
 WHITESPACE = " \t\n\r\0\x0b"
@@ -31,11 +32,6 @@ class _SlowRegex(Exception):
     """A regex outlived the in-loop budget: grade again off the event loop."""
 
 
-def _clip(text: str, limit: int = 60) -> str:
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return repr(text)
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -44,13 +40,13 @@ def check_exact(expected: str, response: str) -> AssertionResult:
     got = response.strip(WHITESPACE)
     if got == expected.strip(WHITESPACE):
         return AssertionResult("exact", True)
-    return AssertionResult("exact", False, f"exact: expected {_clip(expected)}, got {_clip(got)}")
+    return AssertionResult("exact", False, f"exact: expected {excerpt(expected, 60)}, got {excerpt(got, 60)}")
 
 
 def check_contains(needle: str, response: str) -> AssertionResult:
     if needle in response:
         return AssertionResult("contains", True)
-    return AssertionResult("contains", False, f"contains {_clip(needle)}: not found")
+    return AssertionResult("contains", False, f"contains {excerpt(needle, 60)}: not found")
 
 
 def check_regex(compiled: Any, response: str, budget_s: float | None = None) -> AssertionResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -11,6 +12,9 @@ import pytest
 from evalkit.store.privacy import redact
 from tests.conftest import write
 from tests.fakeserver import FakeServer, openai_reply
+
+# An e-mail address that straddles the 60-character cut of an assertion's reason.
+STRADDLING = "Reach our account manager by mail: alice.smith@examplecorp.com or later"
 
 SECRET_KEY = "sk-test-SECRETSECRETSECRET1234"
 ANSWER = "Mail jane.doe@example.com or call +1 415 555 0199; token sk-live-abcdefghijklmnop1234"
@@ -171,3 +175,52 @@ def test_cache_can_be_switched_off(cli, isolated: Path, fake_llm: FakeServer, db
     assert cli("run", "sets/p.yaml").exit_code == 0
     assert fake_llm.calls == 2
     assert rows(db_file, "select count(*) from cache") == [(0,)]
+
+
+def test_redacted_reasons_keep_no_part_of_an_email_address(cli: Any, write_file: Any, db_file: Path) -> None:
+    write_file(
+        "evalkit.yaml",
+        """
+        privacy: redacted
+        default_provider: rec
+        providers:
+          - id: rec
+            adapter: replay
+            path: answers.jsonl
+        """,
+    )
+    write_file("answers.jsonl", json.dumps({"id": "one", "response": STRADDLING, "model": "m1"}) + "\n")
+    write_file(
+        "sets/priv.yaml",
+        """
+        id: review.priv
+        name: Privacy
+        prompts:
+          - id: one
+            prompt: How do I reach you?
+            assertions: [{exact: "no"}]
+        """,
+    )
+    result = cli("run", "sets/priv.yaml", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    con = duckdb.connect(str(db_file), read_only=True)
+    try:
+        reason, assertions, response = con.execute("select reason, assertions, response from results").fetchone()
+    finally:
+        con.close()
+    assert "alice.smith" not in response  # the full response is redacted
+    assert "alice.smith" not in reason
+    assert "alice.smith" not in assertions
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "sk_live_51HxAbCdEfGhIjKlMnOpQrStUv",
+        "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+        "glpat-AbCdEfGhIjKlMnOpQrSt",
+    ],
+)
+def test_redacted_text_masks_common_api_key_formats(secret: str) -> None:
+    # DESIGN 5.6: redacted replaces key-like secrets by ***.
+    assert secret not in (redact(f"use the key {secret} here") or "")
