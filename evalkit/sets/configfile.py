@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +11,9 @@ from evalkit.config import Config, Cost, ProviderConfig, RetrieverConfig, find_c
 from evalkit.errors import Issue, SetError
 from evalkit.sets.validation import schema_issues
 from evalkit.sets.yamldoc import Document, duplicate_ids, load_document
+from evalkit.urls import Endpoint
+
+URL_START = re.compile(r"(?i)https?://")
 
 
 def load_config(explicit: str | Path | None = None) -> Config:
@@ -53,16 +58,30 @@ def config_issues(doc: Document) -> list[Issue]:
             issues.append(doc.issue(path, f"unknown provider instance '{value}' (known: {known})"))
     issues.extend(duplicate_ids(doc, "retrievers")[0])
     for index, retriever in enumerate(data.get("retrievers") or []):
-        if (
-            isinstance(retriever, dict)
-            and retriever.get("id") == "lexical"
-            and retriever.get("kind") not in (None, "lexical")
-        ):
+        if not isinstance(retriever, dict):
+            continue
+        if retriever.get("id") == "lexical" and retriever.get("kind") not in (None, "lexical"):
             issues.append(
                 doc.issue(
                     ("retrievers", index, "id"), "the id 'lexical' is the built-in BM25 retriever; choose another id"
                 )
             )
+        command = retriever.get("command")
+        if isinstance(command, str):
+            try:
+                shlex.split(command)
+            except ValueError as exc:
+                issues.append(
+                    doc.issue(("retrievers", index, "command"), f"cannot split the command ({exc}); check its quoting")
+                )
+    for section, key in (("providers", "base_url"), ("retrievers", "url")):
+        for index, entry in enumerate(data.get(section) or []):
+            url = entry.get(key) if isinstance(entry, dict) else None
+            if isinstance(url, str) and URL_START.match(url):  # the schema speaks of other strings
+                try:
+                    Endpoint.parse(url)
+                except ValueError as exc:
+                    issues.append(doc.issue((section, index, key), f"{url!r} is not a usable URL ({exc})"))
     return sorted(issues, key=lambda i: (i.line, i.col))
 
 

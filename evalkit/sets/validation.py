@@ -1,9 +1,10 @@
 """Validate plain YAML data against the JSON Schemas in ``schemas/``, with readable messages.
 
 jsonschema's own messages speak of instances and schemas; users need ``what is wrong, where,
-and what to do``. Each error is rewritten from its keyword, and the schemas carry two private
+and what to do``. Each error is rewritten from its keyword, and the schemas carry private
 annotations for the cases a keyword cannot explain: ``x-message`` (the sentence to say when a
-value fails that subschema) and ``x-names`` (what the keys of an object are, e.g. "assertion
+value fails that subschema), ``x-pattern-hint`` (what a value failing its pattern should be;
+with ``x-secret`` the value itself is not echoed) and ``x-names`` (what the keys of an object are, e.g. "assertion
 type", so an unknown key reads "unknown assertion type 'containz' (expected one of: ...)").
 """
 
@@ -124,6 +125,9 @@ def _rewrite(error: Any, doc: Document) -> list[Issue]:
     path: tuple[PathPart, ...] = tuple(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     keyword = error.validator
+    if "propertyNames" in error.relative_schema_path and keyword == "pattern":  # a key spelled wrong
+        key = str(error.instance)
+        return [doc.issue((*path, key), f"{_clip(key)} {schema.get('x-pattern-hint', 'is not allowed')}", key=True)]
     if "propertyNames" in error.relative_schema_path:
         names = schema.get("x-names", "key")
         allowed = [str(v) for v in schema.get("enum", [])]
@@ -151,7 +155,7 @@ def _message(keyword: str, error: Any, schema: dict[str, Any]) -> str:
         return "must not be empty"
     if keyword == "pattern":
         hint = schema.get("x-pattern-hint", f"must match {error.validator_value}")
-        return f"{_clip(value)} {hint}"
+        return hint if schema.get("x-secret") else f"{_clip(value)} {hint}"
     if keyword == "enum":
         options = ", ".join(str(v) for v in error.validator_value)
         return f"{_clip(value)} is not one of: {options}"

@@ -66,7 +66,9 @@ def test_invalid_base_url_is_an_input_error(cli, write_file) -> None:
     write_file("evalkit.yaml", "providers:\n  - {id: x, adapter: openai, base_url: 'http://[::1', model: m}\n")
     result = cli("run", "s.yaml")
     assert result.exit_code == 2
-    assert result.stderr.startswith("Error: provider 'x': base_url 'http://[::1' is not a usable URL")
+    assert result.stderr.endswith(
+        "evalkit.yaml:2:40: providers[0].base_url: 'http://[::1' is not a usable URL (Invalid IPv6 URL)\n"
+    )
 
 
 def test_compare_refuses_runs_of_different_sets(cli, fake_config, fake_llm: FakeServer, write_file) -> None:

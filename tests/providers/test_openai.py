@@ -282,3 +282,19 @@ def test_an_uppercase_scheme_in_base_url_is_accepted(
     result = cli("run", "sets/up.yaml", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert [last_user_message(r) for r in fake_llm.requests] == ["Hi"]
+
+
+def test_a_header_value_is_sent_without_its_surrounding_whitespace(
+    cli: Any, isolated: Path, fake_llm: FakeServer, write_file: Any
+) -> None:
+    # a value pasted with its newline (a YAML block scalar keeps it) would otherwise be refused by
+    # the HTTP layer on every call
+    write_file(
+        "evalkit.yaml",
+        f"providers:\n  - id: fake\n    adapter: openai\n    base_url: '{fake_llm.url}/v1'\n    model: m\n"
+        "    headers:\n      X-Team: |\n        search\n",
+    )
+    write_file("sets/h.yaml", "id: h.ws\nname: H\nprompts:\n  - {id: q, prompt: Hi, assertions: [{contains: echo}]}\n")
+    result = cli("run", "sets/h.yaml", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert fake_llm.requests[0].headers["x-team"] == "search"
