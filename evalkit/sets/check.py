@@ -60,7 +60,8 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
             report.issues.extend(exc.issues)
             continue
         if file in configs:
-            report.issues.extend(config_issues(doc))
+            issues = config_issues(doc)
+            report.issues.extend(issues or _config_file_issues(doc, file))
             continue
         issues, _ = check_document(doc)
         issues += _corpus_issues(doc, file) if not issues else []
@@ -88,6 +89,20 @@ def _corpus_issues(doc: Document, file: Path) -> list[Issue]:
     except SetError as exc:
         return exc.issues
     return []
+
+
+def _config_file_issues(doc: Document, file: Path) -> list[Issue]:
+    """The files a provider reads (replay answers, a local model) must exist; only validate checks
+    this for every instance: a command fails on the ones it uses."""
+    issues = []
+    for index, provider in enumerate((doc.data or {}).get("providers") or []):
+        for key, what in (("path", "replay answers file"), ("model_path", "model file")):
+            written = provider.get(key)
+            if isinstance(written, str) and not (file.parent / written).is_file():
+                issues.append(
+                    doc.issue(("providers", index, key), f"{what} {written!r} not found (relative to {file.name})")
+                )
+    return issues
 
 
 def _configured_set_dirs(config_path: Path) -> list[Path]:

@@ -742,3 +742,96 @@ def test_validate_rejects_an_unknown_lexical_language(cli: Any, write_file: Any)
     result = cli("validate", "evalkit.yaml")
     assert result.exit_code == 2
     assert "evalkit.yaml:4:" in result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------- config values run would refuse
+
+ONE_PROMPT = "id: review.one\nname: One\nprompts:\n  - {id: a, prompt: hi, assertions: [{contains: echo}]}\n"
+
+DOC_QUESTIONS = """
+id: review.docs
+name: Docs
+corpus: docs.jsonl
+questions:
+  - {id: q1, question: when is the forum, form: match, expected: [d1]}
+"""
+
+
+def test_illegal_header_in_config_is_an_input_error(cli, write_file, fake_llm: FakeServer, db_file: Path) -> None:
+    write_file("s.yaml", ONE_PROMPT)
+    write_file(
+        "evalkit.yaml",
+        f"""
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {fake_llm.url}/v1
+            model: m
+            max_retries: 0
+            headers: {{"X Bad": "v"}}
+        """,
+    )
+    result = cli("run", "s.yaml", "--format", "json")
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: ")
+    assert "evalkit.yaml" in result.stderr
+    assert not db_file.exists()
+
+
+@pytest.mark.parametrize(
+    "retriever",
+    [
+        pytest.param('{id: r, kind: command, command: "python3 \'unterminated"}', id="unsplittable-command"),
+        pytest.param('{id: r, kind: http, url: "http://"}', id="url-without-host"),
+    ],
+)
+def test_validate_reports_retriever_settings_that_retrieval_rejects(cli, write_file, retriever: str) -> None:
+    write_file("evalkit.yaml", f"retrievers:\n  - {retriever}\n")
+    write_file("sets/docs.yaml", DOC_QUESTIONS)
+    write_file("sets/docs.jsonl", '{"id": "d1", "text": "The forum is on 12 May."}\n')
+    assert cli("retrieval", "review.docs", "--retriever", "r").exit_code == 2  # the run refuses it
+    result = cli("validate")
+    assert result.exit_code == 2, result.stdout
+    assert "evalkit.yaml:2:" in result.stderr
+
+
+def test_validate_reports_a_missing_replay_file(cli, write_file) -> None:
+    write_file("evalkit.yaml", "providers:\n  - {id: rec, adapter: replay, path: nosuch.jsonl}\n")
+    write_file("sets/one.yaml", ONE_PROMPT)
+    assert cli("run", "review.one").exit_code == 2  # the run refuses it
+    result = cli("validate")
+    assert result.exit_code == 2, result.stdout
+    assert "nosuch.jsonl" in result.stderr
+
+
+def test_missing_configured_model_path_is_an_input_error(cli, write_file, db_file: Path) -> None:
+    write_file("evalkit.yaml", "providers:\n  - {id: cpu, adapter: local, model_path: models/x.gguf}\n")
+    write_file("s.yaml", ONE_PROMPT)
+    result = cli("run", "s.yaml", "--format", "json")
+    assert "models/x.gguf" in result.stderr
+    assert result.exit_code == 2
+    assert not db_file.exists()
+
+
+def test_a_header_value_with_a_line_break_is_refused_without_echoing_it(cli, write_file) -> None:
+    write_file(
+        "evalkit.yaml",
+        'providers:\n  - {id: p, adapter: openai, base_url: "http://127.0.0.1:9/v1", headers: {X-Key: "sk-live-123\\nabc"}}\n',
+    )
+    result = cli("validate", "evalkit.yaml")
+    assert result.exit_code == 2
+    assert "evalkit.yaml:2:" in result.stderr
+    assert "a header value cannot hold line breaks or control characters" in result.stderr
+    assert "sk-live" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [("http://exa mple/v1", "spaces or control characters in the host"), ("http://h:99999/v1", "Port out of range")],
+)
+def test_validate_refuses_a_base_url_no_call_could_use(cli, write_file, url: str, why: str) -> None:
+    write_file("evalkit.yaml", f'providers:\n  - {{id: p, adapter: openai, base_url: "{url}"}}\n')
+    result = cli("validate", "evalkit.yaml")
+    assert result.exit_code == 2
+    assert f"evalkit.yaml:2:40: providers[0].base_url: {url!r} is not a usable URL ({why}" in result.stderr

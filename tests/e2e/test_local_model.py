@@ -96,12 +96,13 @@ def test_configured_local_instance_with_params(isolated: Path) -> None:
     assert doc["items"][0]["passed"] is True
 
 
-def test_missing_model_file_is_one_line_quoting_the_install(isolated: Path) -> None:
+def test_a_model_path_that_does_not_exist_is_one_line_and_bad_input(isolated: Path) -> None:
+    # a path the user wrote (not a missing installation, which quotes the pip command below)
     write(isolated / "evalkit.yaml", "providers:\n  - {id: cpu, adapter: local, model_path: nowhere/x.gguf}\n")
     result = evalkit("run", SMOKE, cwd=isolated)
-    assert result.returncode == 3
+    assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"Error: provider 'cpu': model file {isolated / 'nowhere/x.gguf'} not found; check model_path:"
+        f"Error: provider 'cpu': model file {isolated / 'nowhere/x.gguf'} not found; check model_path: in evalkit.yaml"
     ]
 
 
