@@ -54,6 +54,7 @@ def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: the replay answers file is not UTF-8 text ({exc.reason}); re-encode it") from exc
     records: dict[tuple[str, str], tuple[str, str | None]] = {}
+    first_line: dict[tuple[str, str], int] = {}
     for number, record, unreadable in json_lines(lines):
         if unreadable is not None:
             column, problem = unreadable
@@ -70,5 +71,13 @@ def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
             raise InputError(f"{path}:{number}:1: 'model' must be a string")
         if not isinstance(set_id, str):
             raise InputError(f"{path}:{number}:1: 'set' must be a string")
-        records[(set_id, item_id)] = (response, model or None)
+        key = (set_id, item_id)
+        if key in first_line:  # which answer was meant? (a corpus refuses a repeated id the same way)
+            scope = f" in set '{set_id}'" if set_id else ""
+            raise InputError(
+                f"{path}:{number}:1: a second answer for prompt '{item_id}'{scope} (first at line {first_line[key]}); "
+                "keep one"
+            )
+        first_line[key] = number
+        records[key] = (response, model or None)
     return records

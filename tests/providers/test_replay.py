@@ -239,3 +239,21 @@ def test_a_missing_answers_file_is_exit_2(cli: Any, replay_config: Path, db_file
     assert result.exception is None
     assert "answers.jsonl" in result.stderr
     assert not db_file.exists()
+
+
+@pytest.mark.parametrize("scope", [{}, {"set": "replay.demo"}])
+def test_a_second_answer_for_one_prompt_is_exit_2_naming_both_lines(
+    cli: Any, replay_config: Path, isolated: Path, db_file: Path, scope: dict[str, str]
+) -> None:
+    write_answers(
+        isolated,
+        {"id": "sunday", "response": "no", **scope},
+        {"id": "contact", "response": "{}", "set": "other.set"},
+        {"id": "sunday", "response": "yes", **scope},
+    )
+    result = cli("run", "sets/demo.yaml", "--format", "json")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    where = " in set 'replay.demo'" if scope else ""
+    assert f"answers.jsonl:3:1: a second answer for prompt 'sunday'{where} (first at line 1); keep one" in result.stderr
+    assert not db_file.exists()
