@@ -127,6 +127,10 @@ def plan_run(
 def _judge(config: Config, grader: str, judge: str | None) -> ProviderConfig | None:
     """The decision grader's judge instance, checked (configured, key present)."""
     if grader != "decision":
+        if judge is not None:  # the user meant the judge to grade: say so rather than ignore it
+            raise InputError(
+                f"--judge {judge} is the judge of --grader decision; add --grader decision or drop --judge"
+            )
         return None
     judge_id = judge or config.decision_provider
     if not judge_id:

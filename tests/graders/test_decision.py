@@ -815,3 +815,17 @@ def test_a_weighted_level_just_below_the_pass_mark_fails() -> None:
     # DESIGN 4: score = min(1, level/4), pass at score >= 0.6; 2.395 / 4 = 0.59875.
     grade = level_grade(2.395, "x", "decision:judge:m:v1")
     assert (grade.passed, grade.score) == (False, pytest.approx(0.59875))
+
+
+def test_a_judge_without_the_decision_grader_is_exit_2_before_any_call(
+    cli: Any, project: Path, gen: FakeServer, judge: JudgeScript, db_file: Path
+) -> None:
+    write_set("nojudge", ["question a"])
+    result = cli("run", "sets/nojudge.yaml", "--judge", "claude", "--format", "json")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: --judge claude is the judge of --grader decision; add --grader decision or drop --judge\n"
+    )
+    assert gen.requests == []
+    assert not db_file.exists()
