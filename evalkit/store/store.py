@@ -24,6 +24,7 @@ from evalkit.errors import SchemaOutdatedError, StoreError
 from evalkit.store.migrations import apply_migrations, pending
 
 DEFAULT_WAIT_S = 30.0
+NOT_A_DATABASE = "{path}: not a DuckDB database file (it holds other data); choose another --db path"
 
 
 def lock_wait_s() -> float:
@@ -96,6 +97,8 @@ class Store:
                 con = duckdb.connect(str(path), read_only=read_only)
                 break
             except duckdb.Error as exc:
+                if "in-memory database" in str(exc):  # a read-only open of a CSV or JSON file
+                    raise StoreError(NOT_A_DATABASE.format(path=path)) from None
                 if not _is_lock_error(exc):
                     raise StoreError(f"{path}: cannot open the database ({_first_line(exc)})") from None
                 if time.monotonic() >= deadline:
@@ -107,6 +110,11 @@ class Store:
                 delay = min(delay * 2, 0.5)
         store = cls(con, path, read_only)
         try:
+            # DuckDB 2 opens an existing CSV or JSON file as an in-memory database over that data:
+            # runs "stored" there would vanish at close
+            in_file = con.execute("select path from duckdb_databases() where database_name = current_database()")
+            if (in_file.fetchone() or (None,))[0] is None:
+                raise StoreError(NOT_A_DATABASE.format(path=path))
             if not read_only:
                 apply_migrations(con, upto)
             elif pending(con):

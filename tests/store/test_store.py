@@ -194,3 +194,15 @@ def test_generator_provenance_is_a_separate_column_at_every_level(db_file: Path)
             "model": "alias-1",
             "reported_model": "model-1",
         }
+
+
+@pytest.mark.parametrize(("name", "data"), [("history.csv", "a,b\n1,2\n"), ("runs.json", '{"a": 1}\n')])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_csv_or_json_file_is_not_taken_for_a_database(tmp_path: Path, name: str, data: str, read_only: bool) -> None:
+    # DuckDB 2 would open it as an in-memory database over that data: every run stored would vanish
+    path = tmp_path / name
+    path.write_text(data)
+    with pytest.raises(StoreError) as raised:
+        Store.open(path, read_only=read_only)
+    assert str(raised.value) == f"{path}: not a DuckDB database file (it holds other data); choose another --db path"
+    assert path.read_text() == data
