@@ -16,16 +16,21 @@ def _clean(text: str | None) -> str:
 
 
 def junit_xml(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
+    """Test names are unique, as CI systems key results by them (GitLab keeps the first of a
+    name): a set run on several providers is named ``set[provider]``, a repeated prompt ``id
+    [repeat n]``."""
     suites = ET.Element("testsuites", name="evalkit")
+    set_ids = [run.set_id for run in runs]
     for run in runs:
         if isinstance(run, RetrievalRunResult):
             _retrieval_suite(suites, run)
             continue
+        suite_name = run.set_id if set_ids.count(run.set_id) == 1 else f"{run.set_id}[{run.provider}]"
         seconds = sum((i.latency_ms or 0.0) for i in run.items) / 1000.0
         suite = ET.SubElement(
             suites,
             "testsuite",
-            name=run.set_id,
+            name=suite_name,
             tests=str(run.sample_count),
             failures=str(run.sample_count - run.passed_count - run.error_count),
             errors=str(run.error_count),
@@ -41,7 +46,8 @@ def junit_xml(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
         ):
             ET.SubElement(props, "property", name=name, value=_clean(value))
         for item in run.items:
-            case = _testcase(suite, run.set_id, item.id, item.latency_ms)
+            name = item.id if run.repeats == 1 else f"{item.id} [repeat {item.repeat + 1}]"
+            case = _testcase(suite, suite_name, name, item.latency_ms)
             if item.errored:
                 _outcome(case, "error", "ProviderError", item.error or "", item.error or "")
             elif not item.passed:

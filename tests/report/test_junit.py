@@ -211,3 +211,48 @@ def test_lone_surrogate_in_a_response_keeps_the_xml_writable(tmp_path: Path) -> 
     target = tmp_path / "odd.xml"
     target.write_text(junit_xml([run]), encoding="utf-8")
     assert counts(suites(str(target))["junit.odd"]) == (1, 1, 0)
+
+
+def case_keys(path: str) -> list[tuple[str, str, str]]:
+    root = ET.parse(path).getroot()
+    return [
+        (suite.get("name", ""), case.get("classname", ""), case.get("name", ""))
+        for suite in root.findall("testsuite")
+        for case in suite.findall("testcase")
+    ]
+
+
+TWO_PROMPTS = "id: j.two\nname: Two\nprompts:\n  - {id: a, prompt: A, assertions: [{contains: x}]}\n  - {id: b, prompt: B, assertions: [{contains: x}]}\n"
+
+
+def test_repeated_samples_are_distinct_testcases(cli: Any, write_file: Any) -> None:
+    # CI systems key results by (classname, name); GitLab keeps only the first of a name
+    replay_project(write_file, [{"id": "a", "response": "x", "model": "m"}, {"id": "b", "response": "y", "model": "m"}])
+    write_file("sets/two.yaml", TWO_PROMPTS)
+    result = cli("run", "sets/two.yaml", "--repeat", "2", "--junit", "out.xml")
+    assert result.exit_code == 0, result.stderr
+    assert case_keys("out.xml") == [
+        ("j.two", "j.two", "a [repeat 1]"),
+        ("j.two", "j.two", "a [repeat 2]"),
+        ("j.two", "j.two", "b [repeat 1]"),
+        ("j.two", "j.two", "b [repeat 2]"),
+    ]
+
+
+def test_a_set_on_several_providers_names_each_suite_after_its_provider(cli: Any, write_file: Any) -> None:
+    write_file(
+        "evalkit.yaml",
+        "providers:\n  - {id: ra, adapter: replay, path: a.jsonl}\n  - {id: rb, adapter: replay, path: b.jsonl}\n",
+    )
+    write_file("a.jsonl", '{"id": "a", "response": "x", "model": "m"}\n{"id": "b", "response": "x", "model": "m"}\n')
+    write_file("b.jsonl", '{"id": "a", "response": "x", "model": "m"}\n{"id": "b", "response": "no", "model": "m"}\n')
+    write_file("sets/two.yaml", TWO_PROMPTS)
+    result = cli("run", "sets/two.yaml", "--provider", "ra", "--provider", "rb", "--junit", "out.xml")
+    assert result.exit_code == 0, result.stderr
+    assert case_keys("out.xml") == [
+        ("j.two[ra]", "j.two[ra]", "a"),
+        ("j.two[ra]", "j.two[ra]", "b"),
+        ("j.two[rb]", "j.two[rb]", "a"),
+        ("j.two[rb]", "j.two[rb]", "b"),
+    ]
+    assert counts(suites("out.xml")["j.two[rb]"]) == (2, 1, 0)
