@@ -161,10 +161,16 @@ def check_writable(*paths: str | None) -> None:
     from evalkit.errors import InputError
 
     for path in filter(None, paths):
-        folder = Path(path).resolve().parent
-        while not folder.exists():
-            folder = folder.parent
-        if not folder.is_dir() or not os.access(folder, os.W_OK) or Path(path).is_dir():
+        target = Path(path)
+        try:
+            folder = target.resolve().parent
+            while not folder.exists():
+                folder = folder.parent
+            usable = folder.is_dir() and os.access(folder, os.W_OK) and not target.is_dir()
+            usable = usable and (not target.exists() or os.access(target, os.W_OK))
+        except OSError as exc:  # a name too long for the file system, a loop of links
+            raise InputError(f"{path}: cannot write this file ({exc.strerror}); choose another path") from None
+        if not usable:
             raise InputError(f"{path}: cannot write this file; choose another path")
 
 

@@ -61,6 +61,20 @@ def test_unwritable_output_is_refused_before_any_call(
     assert not db_file.exists()
 
 
+@pytest.mark.parametrize("option", ["--output", "--junit"])
+def test_an_output_name_too_long_for_the_file_system_is_refused_before_any_call(
+    cli, fake_config, fake_llm: FakeServer, write_file, db_file, option: str
+) -> None:
+    write_file("s.yaml", ONE)
+    name = "x" * 300 + ".out"
+    result = cli("run", "s.yaml", option, name)
+    assert result.exit_code == 2
+    assert result.exception is None
+    assert result.stderr.strip() == f"Error: {name}: cannot write this file (File name too long); choose another path"
+    assert fake_llm.calls == 0
+    assert not db_file.exists()
+
+
 def test_invalid_base_url_is_an_input_error(cli, write_file) -> None:
     write_file("s.yaml", ONE)
     write_file("evalkit.yaml", "providers:\n  - {id: x, adapter: openai, base_url: 'http://[::1', model: m}\n")
