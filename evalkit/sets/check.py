@@ -54,6 +54,12 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
     seen_ids: dict[str, Path] = {}
     for file in dict.fromkeys(files):
         report.files += 1
+        if file.suffix == ".jsonl":  # a corpus named on its own (a set file is YAML)
+            try:
+                load_corpus(file)
+            except SetError as exc:
+                report.issues.extend(exc.issues)
+            continue
         try:
             doc = load_document(file)
         except SetError as exc:

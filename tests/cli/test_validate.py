@@ -835,3 +835,13 @@ def test_validate_refuses_a_base_url_no_call_could_use(cli, write_file, url: str
     result = cli("validate", "evalkit.yaml")
     assert result.exit_code == 2
     assert f"evalkit.yaml:2:40: providers[0].base_url: {url!r} is not a usable URL ({why}" in result.stderr
+
+
+def test_a_corpus_named_on_its_own_is_checked_as_a_corpus(cli, write_file) -> None:
+    write_file("corpus/docs.jsonl", '{"id": "d1", "text": "Opening hours"}\n{"id": "d2", "text": "Contact"}\n')
+    result = cli("validate", "corpus/docs.jsonl")
+    assert (result.exit_code, result.stdout) == (0, "1 file valid (0 sets)\n")
+    write_file("corpus/bad.jsonl", '{"id": "d1", "text": "a"}\n{"id": "d1", "text": "b"}\n')
+    result = cli("validate", "corpus/bad.jsonl")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("corpus/bad.jsonl:2:1: id: duplicate document id 'd1' (first at line 1)\n")
