@@ -103,6 +103,8 @@ def plan_run(
         targets.append(Target(chosen, model or default_alias(chosen)))
     if repeats < 1:
         raise InputError("--repeat must be at least 1")
+    if concurrency is not None and concurrency < 1:  # the command line's IntRange, for API callers
+        raise InputError(f"--concurrency must be at least 1, got {concurrency}")
     if significance is not None and not 0 < significance < 1:
         raise InputError(f"--significance: must be a number between 0 and 1 (exclusive), got {significance!r}")
     judge_config = _judge(config, grader, judge)

@@ -217,3 +217,16 @@ def test_lone_surrogate_in_an_answer_does_not_crash_the_run(write_file: Any, db_
     )
     run = evalkit.run_set(path, provider="rec", config=config)
     assert run.passed_count == 1
+
+
+@pytest.mark.parametrize("concurrency", [0, -1])
+def test_run_set_refuses_a_concurrency_below_1_before_anything_runs(
+    write_file: Any, db_file: Path, concurrency: int
+) -> None:
+    from evalkit.errors import InputError
+
+    config = replay_project(write_file, FAQ_ANSWERS)
+    path = write_file("sets/faq.yaml", FAQ)
+    with pytest.raises(InputError, match=f"--concurrency must be at least 1, got {concurrency}"):
+        evalkit.run_set(path, provider="rec", config=config, db=db_file, concurrency=concurrency)
+    assert not db_file.exists()
