@@ -223,8 +223,6 @@ def test_lone_surrogate_in_an_answer_does_not_crash_the_run(write_file: Any, db_
 def test_run_set_refuses_a_concurrency_below_1_before_anything_runs(
     write_file: Any, db_file: Path, concurrency: int
 ) -> None:
-    from evalkit.errors import InputError
-
     config = replay_project(write_file, FAQ_ANSWERS)
     path = write_file("sets/faq.yaml", FAQ)
     with pytest.raises(InputError, match=f"--concurrency must be at least 1, got {concurrency}"):
