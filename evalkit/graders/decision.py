@@ -30,7 +30,7 @@ from evalkit.records import Completion, CompletionRequest, Grade, Message, Promp
 PROFILE = "evalkit.task_fulfilment"
 VERSION = 1
 PASS_LEVEL = Decimal("2.4")  # score 0.6
-LEVELS = "01234"
+LEVELS = frozenset("01234")  # the level tokens; "12" or "34" (one token to some tokenizers) is none
 
 SYSTEM = """\
 You are an impartial evaluator. Judge how well a candidate response fulfils its task.
@@ -49,7 +49,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "level": {"type": "integer", "enum": [0, 1, 2, 3, 4]},
-        "justification": {"type": "string", "maxLength": 300},
+        "justification": {"type": "string"},  # no maxLength: OpenAI's strict mode refuses it
     },
     "required": ["level", "justification"],
     "additionalProperties": False,
@@ -90,14 +90,20 @@ def parse_answer(text: str) -> tuple[int, str]:
         if isinstance(level, float) and level.is_integer():
             level = int(level)
         if isinstance(level, int) and not isinstance(level, bool) and 0 <= level <= 4:
-            justification = candidate.get("justification", "")
-            return level, " ".join(str(justification).split())
+            return level, _sentence(str(candidate.get("justification", "")))
     # an answer cut off by max_tokens still states its level first; a whole answer whose level is
     # not one of the five (10 on a 0-10 scale, 3.5) is no level at all
     truncated = None if any("level" in c for c in candidates) else _TRUNCATED.search(text)
     if truncated:
-        return int(truncated.group(1)), " ".join((truncated.group(2) or "").split())
+        return int(truncated.group(1)), _sentence(truncated.group(2) or "")
     raise ValueError("no JSON object with a level 0-4 in the judge's answer")
+
+
+def _sentence(justification: str, limit: int = 300) -> str:
+    """The justification on one line, at most ``limit`` characters (the schema asks no maxLength:
+    OpenAI's strict structured output refuses that keyword)."""
+    flat = " ".join(justification.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
@@ -122,11 +128,11 @@ def weighted_level(raw: Any) -> float | None:
     seen = ""
     for token in tokens:
         text = str(token.get("token", "")) if isinstance(token, dict) else ""
-        if _LEVEL_KEY.search(seen) and text.strip() in LEVELS and text.strip():
+        if _LEVEL_KEY.search(seen) and text.strip() in LEVELS:
             weights: dict[int, float] = {}
             for alt in token.get("top_logprobs") or [{"token": text, "logprob": token.get("logprob", 0.0)}]:
                 digit = str(alt.get("token", "")).strip()
-                if digit and digit in LEVELS and isinstance(alt.get("logprob"), int | float):
+                if digit in LEVELS and isinstance(alt.get("logprob"), int | float):
                     weights[int(digit)] = weights.get(int(digit), 0.0) + math.exp(alt["logprob"])
             total = sum(weights.values())
             if total <= 0:

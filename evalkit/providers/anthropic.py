@@ -41,8 +41,8 @@ class AnthropicProvider:
         for name, value in request.params.items():
             if name in PARAM_NAMES:
                 payload[PARAM_NAMES[name]] = [value] if name == "stop" and isinstance(value, str) else value
-            elif name not in ("seed",):  # no seed in the Messages API
-                payload[name] = value
+            elif name not in ("seed", "model", "messages", "system"):  # no seed in the Messages API; the
+                payload[name] = value  # alias, messages and system sent are the ones recorded
         if request.response_schema is not None:  # structured output through a forced tool call
             payload["tools"] = [
                 {"name": TOOL_NAME, "description": "Record the answer.", "input_schema": dict(request.response_schema)}
@@ -55,7 +55,11 @@ class AnthropicProvider:
         content = body.get("content")
         if not isinstance(content, list):
             raise ProviderError(f"provider '{self.instance_id}': response has no content list")
-        text = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        text = "".join(
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
         tool_input = next(
             (b.get("input") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"), None
         )

@@ -46,9 +46,9 @@ class OpenAIProvider:
 
     def payload(self, request: CompletionRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
+            **request.params,  # first: what is sent and recorded (alias, messages) always wins
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-            **request.params,
         }
         if request.response_schema is not None:
             payload["response_format"] = {
@@ -72,7 +72,10 @@ class OpenAIProvider:
             raise ProviderError(f"provider '{self.instance_id}': response has no choices[0].message") from None
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            content = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        refusal = message.get("refusal") if isinstance(message, dict) else None
+        if not content and isinstance(refusal, str) and refusal:  # the model declined: that is its answer
+            content = refusal
         reported = body.get("model")
         extras = {k: choice[k] for k in ("logprobs", "finish_reason") if isinstance(choice, dict) and k in choice}
         return Completion(

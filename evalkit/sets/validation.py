@@ -125,9 +125,10 @@ def _rewrite(error: Any, doc: Document) -> list[Issue]:
     path: tuple[PathPart, ...] = tuple(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     keyword = error.validator
-    if "propertyNames" in error.relative_schema_path and keyword == "pattern":  # a key spelled wrong
+    if "propertyNames" in error.relative_schema_path and keyword in ("pattern", "not"):  # a key refused
         key = str(error.instance)
-        return [doc.issue((*path, key), f"{_clip(key)} {schema.get('x-pattern-hint', 'is not allowed')}", key=True)]
+        hint = schema.get("x-pattern-hint" if keyword == "pattern" else "x-message") or "is not allowed here"
+        return [doc.issue((*path, key), f"{_clip(key)} {hint}", key=True)]
     if "propertyNames" in error.relative_schema_path:
         names = schema.get("x-names", "key")
         allowed = [str(v) for v in schema.get("enum", [])]
