@@ -17,6 +17,7 @@ import click
 
 from evalkit._version import __version__
 from evalkit.errors import EvalkitError
+from evalkit.report.text import printable
 
 
 class EvalkitGroup(click.Group):
@@ -24,11 +25,11 @@ class EvalkitGroup(click.Group):
         try:
             return super().invoke(ctx)
         except EvalkitError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {printable(str(exc))}", err=True)  # it may quote an endpoint or a file
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:  # one line, like every other user error
             hint = f" (see evalkit {exc.ctx.info_name} --help)" if exc.ctx is not None and exc.ctx.info_name else ""
-            click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+            click.echo(f"Error: {printable(exc.format_message())}{hint}", err=True)
             ctx.exit(2)
         except KeyboardInterrupt as exc:  # the core may say what was kept; by default nothing was stored
             kept = (

@@ -60,16 +60,16 @@ def tolerance_overrides(**options: str | None) -> dict[str, Decimal]:
 
 
 def stdout_console() -> Any:
-    from rich.console import Console
+    from evalkit.report.render import SafeConsole
 
     terminal = sys.stdout.isatty()
-    return Console(width=None if terminal else 160, no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False)
+    return SafeConsole(width=None if terminal else 160, no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False)
 
 
 def stderr_console() -> Any:
-    from rich.console import Console
+    from evalkit.report.render import SafeConsole
 
-    return Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
+    return SafeConsole(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
 
 
 def fancy_progress() -> bool:

@@ -8,6 +8,7 @@ import click
 
 from evalkit.cli.options import collector_paused, config_option, db_option, format_option, tolerance_overrides
 from evalkit.cli.run import check_writable, emit, exit_code
+from evalkit.report.text import printable
 
 
 @click.command("retrieval")
@@ -49,7 +50,7 @@ def retrieval_command(
             fail_on_regression=fail_on_regression,
         )  # fmt: skip
     for warning in plan.warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        click.echo(f"Warning: {printable(warning)}", err=True)
     run = api.execute_retrieval(plan)
     emit([run], fail_on_regression, fmt, output, junit)
     sys.exit(exit_code([run], fail_on_regression))

@@ -21,6 +21,7 @@ from evalkit.cli.options import (
     stdout_console,
     tolerance_overrides,
 )
+from evalkit.report.text import printable
 
 
 @click.command("run")
@@ -102,7 +103,7 @@ def announce(plan: Any) -> None:
             if plan.provider.adapter == "local"
             else "OpenAI from the environment"
         )
-        click.echo(f"Using {where}: {plan.provider.id}/{plan.alias}", err=True)
+        click.echo(f"Using {where}: {plan.provider.id}/{printable(plan.alias)}", err=True)
 
 
 @contextmanager

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from evalkit.cli.options import collector_paused, config_option
+from evalkit.report.text import printable
 
 
 @click.command("validate")
@@ -20,7 +21,7 @@ def validate_command(paths: tuple[str, ...], config: str | None) -> None:
     with collector_paused():
         report = validate_paths([Path(p) for p in paths], config)
     for issue in report.issues:
-        click.echo(str(issue), err=True)
+        click.echo(printable(str(issue)), err=True)  # an issue may quote the file's content
     noun = "file" if report.files == 1 else "files"
     if report.issues:
         click.echo(

@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
-from evalkit.report.text import clip, instance, percent, sparkline
+from evalkit.report.text import clip, instance, percent, printable, sparkline
+
+
+def _inline(text: str) -> str:
+    """Data on one markdown line: every line break a space (CR included), no HTML (a ``<!--``
+    in an answer would hide the rest of a comment), terminal controls as escapes."""
+    return printable(" ".join(text.split())).replace("&", "&amp;").replace("<", "&lt;")
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _inline(text).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """``text`` as inline code, its fence longer than any run of backticks inside."""
+    text = _inline(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}" if "`" in text else f"`{text}`"
 
 
 def run_markdown(run: RunResult) -> str:
     gen = run.generator
     served = (
-        f"{gen.provider}/{gen.model} (reported `{gen.reported_model}`)"
+        f"{gen.provider}/{_inline(gen.model)} (reported {_code(gen.reported_model or '')})"
         if gen
-        else f"{run.provider}/{run.model} (model unknown)"
+        else f"{run.provider}/{_inline(run.model)} (model unknown)"
     )
     lines = [
         f"### {run.set_id} · run `{run.run_id}`",
@@ -28,7 +42,7 @@ def run_markdown(run: RunResult) -> str:
         f"**Pass rate {percent(run.pass_rate)}** ({run.passed_count}/{run.sample_count}) · mean score {run.mean_score:.3f} · errors {run.error_count}",
     ]
     if run.comparison is not None:
-        lines += ["", f"> {run.comparison.reason}"]
+        lines += ["", f"> {_inline(run.comparison.reason)}"]
     failing = [i for i in run.items if not i.passed]
     if failing:
         lines += ["", "| prompt | result | score | reason |", "|---|---|---:|---|"]
@@ -72,7 +86,7 @@ def retrieval_markdown(run: RetrievalRunResult) -> str:
         + " · ".join(f"{k} {v:.3f}" for k, v in run.metrics.items()),
     ]
     if run.comparison is not None:
-        lines += ["", f"> {run.comparison.reason}"]
+        lines += ["", f"> {_inline(run.comparison.reason)}"]
     lines += ["", "| form / hard class | questions | top-1 | top-3 |", "|---|---:|---:|---:|"]
     for group, rates in {**run.by_form, **run.by_hard_class}.items():
         lines.append(
@@ -94,7 +108,7 @@ def comparison_markdown(result: Any) -> str:
         "",
         f"{first['set_id']}: {_cell(instance(first['provider'], first['model']))} -> {_cell(instance(second['provider'], second['model']))}",
         "",
-        *[f"- {line}" for line in comparison_lines(result)],
+        *[f"- {_inline(line)}" for line in comparison_lines(result)],
     ]
     if result.flips:
         lines += ["", "| item | first | second | score delta |", "|---|---|---|---:|"]

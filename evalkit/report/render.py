@@ -1,4 +1,8 @@
-"""Rich tables for a terminal: a run, the history of a set, the per-set report."""
+"""Rich tables for a terminal: a run, the history of a set, the per-set report.
+
+Everything shown is data from users and endpoints (answers, ids, models, error texts): through
+``SafeConsole`` and this module's ``Text`` no string is read as markup or emoji codes, and what a
+terminal would act on (escape sequences, bidi overrides) is shown as escapes."""
 
 from __future__ import annotations
 
@@ -6,13 +10,35 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.style import Style
 from rich.table import Table
-from rich.text import Text
+from rich.text import Text as RichText
 
 from evalkit.records import Comparison, RetrievalRunResult, RunResult
-from evalkit.report.text import clip, comparison_lines, instance, percent, sparkline
+from evalkit.report.text import clip, comparison_lines, instance, percent, printable, sparkline
 
 MAX_LISTED = 100
+
+
+class Text(RichText):
+    """rich's Text over printable text (``Text.assemble`` appends through ``append`` too)."""
+
+    def __init__(self, text: str = "", *args: Any, **kwargs: Any) -> None:
+        super().__init__(printable(text), *args, **kwargs)
+
+    def append(self, text: str | RichText, style: str | Style | None = None) -> RichText:
+        return super().append(printable(text) if isinstance(text, str) else text, style)
+
+
+class SafeConsole(Console):
+    """A Console whose strings (cells, titles, printed lines) are text, never markup or emoji
+    codes, and printable."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(markup=False, emoji=False, **options)
+
+    def render_str(self, text: str, **options: Any) -> RichText:
+        return super().render_str(printable(text), **options)
 
 
 def verdict_style(state: str | None, regressed: bool | None) -> str:
@@ -90,7 +116,7 @@ def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = N
         table, hidden = _item_table(run)
         console.print(table)
         if hidden:
-            console.print(f"[dim]{hidden} passing item{'s' if hidden != 1 else ''} not listed[/dim]")
+            console.print(Text(f"{hidden} passing item{'s' if hidden != 1 else ''} not listed", style="dim"))
     summary = (
         f"Pass rate {percent(run.pass_rate)} ({run.passed_count}/{run.sample_count}) · "
         f"mean score {run.mean_score:.3f} · errors {run.error_count}"
@@ -196,7 +222,7 @@ def render_retrieval(console: Console, run: RetrievalRunResult, gate: dict[str, 
         )  # fmt: skip
     console.print(table)
     if len(items) < len(run.items):
-        console.print(f"[dim]{len(run.items) - len(items)} questions with a top-3 hit not listed[/dim]")
+        console.print(Text(f"{len(run.items) - len(items)} questions with a top-3 hit not listed", style="dim"))
     console.print(
         f"Top-1 hit rate {percent(run.top1_hit_rate)} ({run.top1_hits}/{run.question_count}) · "
         f"top-3 hit rate {percent(run.top3_hit_rate)} ({run.top3_hits}/{run.question_count}) · errors {run.error_count}"
@@ -209,9 +235,12 @@ def render_retrieval(console: Console, run: RetrievalRunResult, gate: dict[str, 
         console.print(_rates_table("By hard class", run.by_hard_class))
     prov = run.provenance
     console.print(
-        f"[dim]corpus {prov.get('corpus_revision') or 'unknown'} · model {prov.get('model_revision') or 'unknown'} · "
-        f"chunking {prov.get('chunking') or 'unknown'} · pipeline {prov.get('pipeline') or 'unknown'} · "
-        f"benchmark {run.benchmark_fingerprint or 'unknown'}[/dim]"
+        Text(
+            f"corpus {prov.get('corpus_revision') or 'unknown'} · model {prov.get('model_revision') or 'unknown'} · "
+            f"chunking {prov.get('chunking') or 'unknown'} · pipeline {prov.get('pipeline') or 'unknown'} · "
+            f"benchmark {run.benchmark_fingerprint or 'unknown'}",
+            style="dim",
+        )
     )
     render_verdict(console, run.comparison, gate)
 

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 SPARKS = "▁▂▃▄▅▆▇█"
+
+
+# Characters a terminal acts on or hides: C0 and C1 controls (escape sequences, carriage return,
+# backspace), DEL, bidirectional overrides and zero-width characters. Newline and tab stay.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show: what a terminal would act on or hide is written as an escape
+    (``\\x1b``, ``\\u202e``). Answers, ids, models and error texts come from users and endpoints."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def sparkline(values: Sequence[float | None]) -> str:
