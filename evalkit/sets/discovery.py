@@ -94,20 +94,23 @@ def check_unique_ids(sets: Iterable[AnySet]) -> None:
         seen.setdefault(loaded.id, loaded)
 
 
-def _ids_in(folders: Sequence[Path]) -> dict[str, list[Path]]:
-    """Set ids found in ``folders`` (parse only), with the files declaring each."""
+def _ids_in(folders: Sequence[Path]) -> tuple[dict[str, list[Path]], list[Issue]]:
+    """Set ids found in ``folders`` (parse only), with the files declaring each; and the first
+    problem of each file that could not be read (it may hold the id looked for)."""
     ids: dict[str, list[Path]] = {}
+    unreadable: list[Issue] = []
     for folder in folders:
         if not folder.is_dir():
             continue
         for file in yaml_files(folder):
             try:
                 doc = load_document(file)
-            except SetError:
+            except SetError as exc:
+                unreadable.append(exc.issues[0])
                 continue
             if set_kind(doc) and isinstance(doc.data.get("id"), str):
                 ids.setdefault(doc.data["id"], []).append(file)
-    return ids
+    return ids, unreadable
 
 
 def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySet]:
@@ -140,13 +143,17 @@ def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySe
 
 
 def _file_for_id(set_id: str, set_dirs: Sequence[Path]) -> Path:
-    ids = _ids_in(set_dirs)
+    ids, unreadable = _ids_in(set_dirs)
     files = ids.get(set_id)
     if not files:
         where = ", ".join(str(d) for d in set_dirs)
         available = ", ".join(sorted(ids)) or "none"
+        hint = ""
+        if unreadable:  # the set may be in a file that does not parse: say where, not just "unknown"
+            more = f" (and {len(unreadable) - 1} more unreadable)" if len(unreadable) > 1 else ""
+            hint = f"; a file there could not be read, and may hold it: {unreadable[0]}{more}"
         raise UnknownNameError(
-            f"'{set_id}' is neither a file, a folder nor a set id in {where} (available ids: {available})"
+            f"'{set_id}' is neither a file, a folder nor a set id in {where} (available ids: {available}){hint}"
         )
     if len(files) > 1:
         raise SetError([duplicate_id_issue(files[1], set_id, files[0])])

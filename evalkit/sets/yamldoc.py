@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,13 +104,19 @@ def load_document(path: Path, display: str | None = None) -> Document:
     """Read and parse ``path``; any YAML problem is a SetError naming file:line:col."""
     file = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise SetError([Issue(file, 0, 0, "", "file not found; check the path")]) from None
-    except UnicodeDecodeError as exc:
-        raise SetError([Issue(file, 0, 0, "", f"not UTF-8 text ({exc.reason})")]) from None
     except OSError as exc:
         raise SetError([Issue(file, 0, 0, "", f"cannot read: {exc.strerror}")]) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line_start = before.rfind(b"\n") + 1
+        col = len(before[line_start:].decode("utf-8", "replace")) + 1
+        message = f"not UTF-8 text ({exc.reason}); save the file as UTF-8"
+        raise SetError([Issue(file, before.count(b"\n") + 1, col, "", message)]) from None
     return parse_document(text, file)
 
 
@@ -124,16 +131,41 @@ def _yaml(pure: bool = False) -> Any:
     return yaml
 
 
+# YAML 1.2's core schema (spec 10.3.2), which ruamel's own 1.2 table widens: it reads timestamps
+# ("2001-12-14 21:59:43" became "2001-12-14T21:59:43") and underscores in numbers (1_000).
+# Everything else is a string; merge keys (<<) are kept.
+_CORE_SCHEMA = (
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("merge", r"^(?:<<)$", "<"),
+)
+
+
 @functools.cache
 def _resolver_12() -> Any:
-    """ruamel's resolver fixed at YAML 1.2: it otherwise works out the version per scalar
-    (through two caught AttributeErrors), a third of the load time of a large set."""
+    """A resolver fixed at YAML 1.2 and its core schema: ruamel otherwise works out the version
+    per scalar (through two caught AttributeErrors, a third of the load time of a large set)."""
     from ruamel.yaml.resolver import VersionedResolver
 
     class Resolver12(VersionedResolver):
         @property
         def processing_version(self) -> Any:
             return (1, 2)
+
+        @property
+        def versioned_resolver(self) -> Any:
+            if (1, 2) not in self._version_implicit_resolver:
+                for name, pattern, first in _CORE_SCHEMA:
+                    self.add_version_implicit_resolver(
+                        (1, 2), f"tag:yaml.org,2002:{name}", re.compile(pattern), list(first)
+                    )
+            return self._version_implicit_resolver[(1, 2)]
 
     return Resolver12
 

@@ -128,7 +128,10 @@ SET_CASES: list[Any] = [
         "not_a_set",
         ["tests/data/invalid/not_a_set.yaml:1:1: not a set file: expected a top-level prompts: or questions: key"],
     ),
-    case("not_utf8", ["tests/data/invalid/not_utf8.yaml: not UTF-8 text (invalid continuation byte)"]),
+    case(
+        "not_utf8",
+        ["tests/data/invalid/not_utf8.yaml:2:10: not UTF-8 text (invalid continuation byte); save the file as UTF-8"],
+    ),
     case("prompt_empty", ["tests/data/invalid/prompt_empty.yaml:5:13: prompts[0].prompt: must not be empty"]),
     case(
         "prompt_not_mapping",
