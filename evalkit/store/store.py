@@ -24,6 +24,10 @@ from evalkit.errors import SchemaOutdatedError, StoreError
 from evalkit.store.migrations import apply_migrations, pending
 
 DEFAULT_WAIT_S = 30.0
+_NO_EXTENSIONS: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
 NOT_A_DATABASE = "{path}: not a DuckDB database file (it holds other data); choose another --db path"
 
 
@@ -65,6 +69,18 @@ def _reraise(exc: BaseException, failed: str) -> NoReturn:
     raise exc
 
 
+def _foreign_file(path: Path) -> bool:
+    """An existing file holding something else (CSV, JSON, SQLite, text): every DuckDB file has
+    "DUCK" at byte 8. DuckDB 2 would open CSV or JSON as an in-memory database over that data,
+    where every run stored vanishes at close."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(12)
+    except OSError:  # a folder, no file yet, no permission: DuckDB's own error says which
+        return False
+    return bool(head) and head[8:12] != b"DUCK"
+
+
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc)
     return "Conflicting lock" in text or "Could not set lock" in text
@@ -90,15 +106,17 @@ class Store:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"{path}: cannot create the database folder ({exc.strerror})") from None
+        if _foreign_file(path):
+            raise StoreError(NOT_A_DATABASE.format(path=path))
         deadline = time.monotonic() + (lock_wait_s() if wait_s is None else wait_s)
         delay = 0.02
         while True:
             try:
-                con = duckdb.connect(str(path), read_only=read_only)
+                # never install or load an extension: DuckDB would fetch one from the network to
+                # read a SQLite file given as the database, and then write into that file
+                con = duckdb.connect(str(path), read_only=read_only, config=_NO_EXTENSIONS)
                 break
             except duckdb.Error as exc:
-                if "in-memory database" in str(exc):  # a read-only open of a CSV or JSON file
-                    raise StoreError(NOT_A_DATABASE.format(path=path)) from None
                 if not _is_lock_error(exc):
                     raise StoreError(f"{path}: cannot open the database ({_first_line(exc)})") from None
                 if time.monotonic() >= deadline:
@@ -110,11 +128,6 @@ class Store:
                 delay = min(delay * 2, 0.5)
         store = cls(con, path, read_only)
         try:
-            # DuckDB 2 opens an existing CSV or JSON file as an in-memory database over that data:
-            # runs "stored" there would vanish at close
-            in_file = con.execute("select path from duckdb_databases() where database_name = current_database()")
-            if (in_file.fetchone() or (None,))[0] is None:
-                raise StoreError(NOT_A_DATABASE.format(path=path))
             if not read_only:
                 apply_migrations(con, upto)
             elif pending(con):

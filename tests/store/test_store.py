@@ -177,7 +177,7 @@ def test_prune_deletes_whole_runs(db_file: Path) -> None:
 def test_garbage_file_is_a_store_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.duckdb"
     bad.write_text("not a database" * 100)
-    with pytest.raises(StoreError, match=r"bad\.duckdb: cannot open the database"):
+    with pytest.raises(StoreError, match=r"bad\.duckdb: not a DuckDB database file"):
         Store.open(bad)
 
 
@@ -196,7 +196,10 @@ def test_generator_provenance_is_a_separate_column_at_every_level(db_file: Path)
         }
 
 
-@pytest.mark.parametrize(("name", "data"), [("history.csv", "a,b\n1,2\n"), ("runs.json", '{"a": 1}\n')])
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("history.csv", "a,b\n1,2\n"), ("runs.json", '{"a": 1}\n'), ("runs.db", "SQLite format 3\x00" + "x" * 90)],
+)
 @pytest.mark.parametrize("read_only", [False, True])
 def test_a_csv_or_json_file_is_not_taken_for_a_database(tmp_path: Path, name: str, data: str, read_only: bool) -> None:
     # DuckDB 2 would open it as an in-memory database over that data: every run stored would vanish
