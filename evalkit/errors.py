@@ -14,7 +14,8 @@ and exits with the class's ``exit_code``. Anything else is a bug and keeps its t
         ├── RetrieverError        a retriever call failed
         ├── ModelMissingError     the local model file or its runtime is not installed
         └── StoreError            the database could not be opened, locked too long, or failed
-            └── SchemaOutdatedError  read-only open of an older schema
+            ├── SchemaOutdatedError  read-only open of an older schema
+            └── RunsNotStored     runs were carried out, then could not be stored: still reported
 
 Exit code 1 (a quality gate failed) is not an error: the CLI decides it from the run's verdict.
 """
@@ -22,6 +23,7 @@ Exit code 1 (a quality gate failed) is not an error: the CLI decides it from the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 class EvalkitError(Exception):
@@ -95,6 +97,15 @@ class ModelMissingError(RunError):
 
 class StoreError(RunError):
     """The database could not be opened or written."""
+
+
+class RunsNotStored(StoreError):
+    """Runs were carried out but the database refused them (held too long, disk full): ``runs``
+    holds every run of the command, the unstored ones not compared, to be reported anyway."""
+
+    def __init__(self, message: str, runs: tuple[Any, ...]) -> None:
+        super().__init__(message)
+        self.runs = runs
 
 
 class SchemaOutdatedError(StoreError):

@@ -19,7 +19,7 @@ from typing import Any
 from evalkit._version import __version__
 from evalkit.compare import BaselineRun, compare_run, gate_of, not_comparable_reason, paired_test
 from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
-from evalkit.errors import InputError, StoreError
+from evalkit.errors import InputError, RunsNotStored, StoreError
 from evalkit.protocols import Grader
 from evalkit.providers import ProviderPool, check_provider, default_alias
 from evalkit.records import (
@@ -188,9 +188,7 @@ def execute_plan(
     try:
         runs = asyncio.run(_run_all(plan, cache, progress, on_start))
     except KeyboardInterrupt:
-        if cache is not None:
-            _flush_interrupted(cache)
-        raise
+        raise _interrupted(0, [], cache) from None
     except BaseException:
         if cache is not None:
             cache.flush()
@@ -198,18 +196,28 @@ def execute_plan(
     return _compare_and_store(plan, runs, cache)
 
 
-def _flush_interrupted(cache: Any) -> None:
-    """Keep what was received, but a user who pressed Ctrl-C does not wait long for a database
-    another process holds: the interruption then says the answers were not kept."""
+def _interrupted(total: int, stored: Sequence[RunResult], cache: Any) -> KeyboardInterrupt:
+    """Ctrl-C, saying what was kept. The answers received are written to the cache first, but a
+    user who pressed Ctrl-C does not wait long for a database another process holds."""
     from evalkit.store.store import lock_wait_s
 
-    with contextlib.suppress(StoreError):
-        cache.flush(wait_s=min(INTERRUPTED_FLUSH_WAIT_S, lock_wait_s()))
-    if cache.unwritten:
-        raise KeyboardInterrupt(
-            "no run of this command was stored; the answers received could not be cached: "
-            f"{cache.path} was held by another process or could not be opened"
-        ) from None
+    if stored:
+        ids = ", ".join(r.run_id for r in stored)
+        others = "" if len(stored) == total else "; the others were not"
+        kept = f"{len(stored)} of {total} runs of this command were stored ({ids}){others}"
+    else:
+        kept = "no run of this command was stored"
+    if cache is not None:
+        with contextlib.suppress(StoreError, KeyboardInterrupt):  # a second Ctrl-C: stop waiting
+            cache.flush(wait_s=min(INTERRUPTED_FLUSH_WAIT_S, lock_wait_s()))
+        if cache.unwritten:
+            kept += (
+                f"; {cache.unwritten} answers received could not be cached: "
+                f"{cache.path} was held by another process or could not be opened"
+            )
+        else:
+            kept += "; the answers received are in the cache"
+    return KeyboardInterrupt(kept)
 
 
 async def _run_all(
@@ -295,7 +303,7 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
 
     if plan.db is None:
         return [replace(run, comparison=_unstored_comparison(run)) for run in runs]
-    stored: list[RunResult] = []
+    stored: list[RunResult] = []  # each run is its own transaction: the ones before a fault are kept
     try:
         with Store.open(plan.db) as store:
             if cache is not None:
@@ -303,12 +311,21 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
             for run in runs:
                 stored.append(_compare_and_save(plan, store, run))
     except KeyboardInterrupt:
-        if stored:  # each run is its own transaction: the ones before Ctrl-C are kept
-            ids = ", ".join(r.run_id for r in stored)
-            raise KeyboardInterrupt(
-                f"{len(stored)} of {len(runs)} runs of this command were stored ({ids}); the others were not"
-            ) from None
-        raise
+        raise _interrupted(len(runs), stored, cache) from None
+    except StoreError as exc:  # the runs were carried out: they are still reported (DESIGN 3)
+        if cache is not None:
+            with contextlib.suppress(StoreError):
+                cache.flush(wait_s=0.0)
+        lost = [
+            replace(run, comparison=Comparison("not_compared", f"Not compared: the run could not be stored ({exc})."))
+            for run in runs[len(stored) :]
+        ]
+        unwritten = (
+            f"; {cache.unwritten} answers received were not cached" if cache is not None and cache.unwritten else ""
+        )
+        raise RunsNotStored(
+            f"{exc}; {len(lost)} of {len(runs)} runs were not stored{unwritten}", (*stored, *lost)
+        ) from None
     return stored
 
 
@@ -445,9 +462,15 @@ def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
     )
     if plan.db is None:
         return replace(run, comparison=compare_retrieval(run, None, plan.tolerances))
-    with Store.open(plan.db) as store:
-        row = previous_retrieval(store, run.set_id, run.retriever)
-        comparison = compare_retrieval(run, PreviousRetrieval(**row) if row else None, plan.tolerances)
-        run = replace(run, comparison=comparison)
-        save_retrieval_run(store, run, plan.config.privacy, __version__, gate_of(comparison, plan.fail_on_regression))
-    return run
+    try:
+        with Store.open(plan.db) as store:
+            row = previous_retrieval(store, run.set_id, run.retriever)
+            comparison = compare_retrieval(run, PreviousRetrieval(**row) if row else None, plan.tolerances)
+            stored = replace(run, comparison=comparison)
+            save_retrieval_run(
+                store, stored, plan.config.privacy, __version__, gate_of(comparison, plan.fail_on_regression)
+            )
+    except StoreError as exc:  # carried out: still reported (DESIGN 3)
+        lost = replace(run, comparison=Comparison("unknown", f"Not compared: the run could not be stored ({exc})."))
+        raise RunsNotStored(f"{exc}; the run was not stored", (lost,)) from None
+    return stored

@@ -32,11 +32,7 @@ class EvalkitGroup(click.Group):
             click.echo(f"Error: {printable(exc.format_message())}{hint}", err=True)
             ctx.exit(2)
         except KeyboardInterrupt as exc:  # the core may say what was kept; by default nothing was stored
-            kept = (
-                str(exc.args[0])
-                if exc.args
-                else "no run of this command was stored; answers received so far stay in the cache"
-            )
+            kept = str(exc.args[0]) if exc.args else "nothing of this command was stored"
             click.echo(f"Interrupted: {kept}.", err=True)
             ctx.exit(130)
 

@@ -8,6 +8,7 @@ import click
 
 from evalkit.cli.options import collector_paused, config_option, db_option, format_option, tolerance_overrides
 from evalkit.cli.run import check_writable, emit, exit_code
+from evalkit.errors import RunsNotStored
 from evalkit.report.text import printable
 
 
@@ -51,7 +52,11 @@ def retrieval_command(
         )  # fmt: skip
     for warning in plan.warnings:
         click.echo(f"Warning: {printable(warning)}", err=True)
-    run = api.execute_retrieval(plan)
+    try:
+        run = api.execute_retrieval(plan)
+    except RunsNotStored as exc:  # carried out, then the database refused it: reported, exit 3
+        emit(exc.runs, fail_on_regression, fmt, output, junit)
+        raise
     emit([run], fail_on_regression, fmt, output, junit)
     sys.exit(exit_code([run], fail_on_regression))
 

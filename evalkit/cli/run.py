@@ -21,6 +21,7 @@ from evalkit.cli.options import (
     stdout_console,
     tolerance_overrides,
 )
+from evalkit.errors import RunsNotStored
 from evalkit.report.text import printable
 
 
@@ -90,9 +91,17 @@ def run_command(
         )  # fmt: skip
     announce(plan)
     total = sum(len(s.prompts) for s in plan.sets) * plan.repeats * len(plan.targets)
-    with progress_reporter(total) as (on_item, on_start):
-        runs = api.execute_plan(plan, progress=on_item, on_start=on_start)
-    emit(runs, plan.fail_on_regression, fmt, output, junit)
+    try:
+        with progress_reporter(total) as (on_item, on_start):
+            runs = api.execute_plan(plan, progress=on_item, on_start=on_start)
+    except RunsNotStored as exc:  # carried out, then the database refused them: reported, exit 3
+        emit(exc.runs, plan.fail_on_regression, fmt, output, junit)
+        raise
+    try:
+        emit(runs, plan.fail_on_regression, fmt, output, junit)
+    except KeyboardInterrupt:
+        stored = f"the runs were stored ({', '.join(r.run_id for r in runs)})" if plan.db else "no run was stored"
+        raise KeyboardInterrupt(f"{stored}; the report was cut short (evalkit show RUN_ID prints it again)") from None
     sys.exit(exit_code(runs, plan.fail_on_regression))
 
 

@@ -122,8 +122,12 @@ class JsonClient:
             while (pause := self._resume_at - time.monotonic()) > 0:
                 await asyncio.sleep(pause)
             started = time.perf_counter()
-            raw = await lane.post(url, headers, content, self._timeout)
-        except httpcore.TimeoutException:
+            # timeout_s bounds the whole call: httpcore's timeouts bound each read, so a server
+            # trickling its answer a byte at a time would hold the call (and a CI run) for ever
+            async with asyncio.timeout(self._timeout_s):
+                raw = await lane.post(url, headers, content, self._timeout)
+        except (httpcore.TimeoutException, TimeoutError):
+            await lane.aclose()  # its connection may be mid-answer: never reused
             raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError) as exc:
             raise TransientError(

@@ -142,8 +142,8 @@ class StoreCache:
             else:
                 with Store.open(self.path, wait_s=wait_s) as opened:
                     write_entries(opened, pending)
-        except StoreError:
+        except BaseException as exc:  # Ctrl-C too: what was not written is still unwritten
             self._pending = {**pending, **self._pending}
-            if wait_s != 0.0:
+            if not isinstance(exc, StoreError) or wait_s != 0.0:
                 raise
         self._last_flush = time.monotonic()

@@ -253,7 +253,8 @@ def test_ctrl_c_between_two_stored_runs_names_the_one_kept(
     result = cli("run", "sets/multi.yaml", *BOTH)
     assert result.exit_code == 130
     assert result.stderr.strip().splitlines()[-1] == (
-        f"Interrupted: 1 of 2 runs of this command were stored ({saved[0]}); the others were not."
+        f"Interrupted: 1 of 2 runs of this command were stored ({saved[0]}); the others were not; "
+        "the answers received are in the cache."
     )
     con = duckdb.connect(str(db_file), read_only=True)
     try:

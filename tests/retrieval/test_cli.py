@@ -627,3 +627,30 @@ def test_mismatch_still_says_whether_the_treatment_changed(cli: Any, write_file:
     second = json.loads(cli("retrieval", "q.yaml", "--retriever", "lexical", "--format", "json").stdout)
     assert second["comparison"]["state"] == "mismatch"
     assert second["comparison"]["treatment_changed"] is True
+
+
+def test_a_retrieval_run_the_database_refuses_is_still_reported(
+    cli: Any, write_file: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalkit.store
+    from evalkit.errors import StoreError
+
+    def full_disk(*args: Any, **kwargs: Any) -> None:
+        raise StoreError("evalkit.duckdb: commit failed (No space left on device)")
+
+    monkeypatch.setattr(evalkit.store, "save_retrieval_run", full_disk)
+    write_file("corpus.jsonl", '{"id": "a", "text": "apple pie"}\n')
+    write_file(
+        "q.yaml",
+        "id: fault.store\nname: F\ncorpus: corpus.jsonl\nquestions:\n"
+        "  - {id: q1, question: apple, form: match, expected: [a]}\n",
+    )
+    result = cli("retrieval", "q.yaml", "--retriever", "lexical", "--format", "json", "--output", "out.json")
+    assert result.exit_code == 3
+    assert result.stderr.strip() == (
+        "Error: evalkit.duckdb: commit failed (No space left on device); the run was not stored"
+    )
+    doc = json.loads(result.stdout)  # DESIGN 3: the JSON of a run carried out, whatever the exit code
+    assert (doc["top1_hit_rate"], doc["comparison"]["state"]) == (1.0, "unknown")
+    assert doc["comparison"]["reason"].startswith("Not compared: the run could not be stored (")
+    assert json.loads(Path("out.json").read_text()) == doc

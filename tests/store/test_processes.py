@@ -204,7 +204,7 @@ def test_ctrl_c_while_another_process_holds_the_database_does_not_wait_for_it(
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last == (
-        "Interrupted: no run of this command was stored; the answers received could not be cached: "
+        "Interrupted: no run of this command was stored; 10 answers received could not be cached: "
         f"{db_file} was held by another process or could not be opened."
     )
 
