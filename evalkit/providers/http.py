@@ -306,14 +306,16 @@ def _error_detail(response: Response) -> str:
         body = json.loads(response.content)
     except (ValueError, RecursionError):
         return response.text.strip()[:200]
-    if isinstance(body, dict):
-        # OpenAI and Anthropic: {"error": {"message": ...}}; others {"error": ...}, {"message": ...},
-        # or FastAPI's {"detail": ...} (a string, or a list of {"msg": ...})
-        error = body.get("error", body.get("message", body.get("detail")))
-        if isinstance(error, dict):
-            error = error.get("message")
-        elif isinstance(error, list):
-            error = "; ".join(str(e.get("msg", e)) if isinstance(e, dict) else str(e) for e in error)
-        if isinstance(error, str):
-            return error[:200]
-    return ""
+    return body_error(body) if isinstance(body, dict) else ""
+
+
+def body_error(body: Mapping[str, Any]) -> str:
+    """The error message in a decoded JSON body, clipped; '' when there is none. OpenAI and
+    Anthropic: {"error": {"message": ...}}; others {"error": ...}, {"message": ...}, or FastAPI's
+    {"detail": ...} (a string, or a list of {"msg": ...}). Some gateways send it with a 200."""
+    error = body.get("error", body.get("message", body.get("detail")))
+    if isinstance(error, dict):
+        error = error.get("message")
+    elif isinstance(error, list):
+        error = "; ".join(str(e.get("msg", e)) if isinstance(e, dict) else str(e) for e in error)
+    return error[:200] if isinstance(error, str) else ""

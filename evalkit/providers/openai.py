@@ -7,7 +7,7 @@ from typing import Any
 
 from evalkit.config import OPENAI_DEFAULT_URL, ProviderConfig
 from evalkit.errors import InputError, ProviderError
-from evalkit.providers.http import provider_client
+from evalkit.providers.http import body_error, provider_client
 from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
 
 
@@ -69,8 +69,14 @@ class OpenAIProvider:
             choice = body["choices"][0]
             message = choice["message"]
         except (KeyError, IndexError, TypeError):
-            raise ProviderError(f"provider '{self.instance_id}': response has no choices[0].message") from None
+            detail = body_error(body)  # an error sent with a 200
+            raise ProviderError(
+                f"provider '{self.instance_id}': response has no choices[0].message{f' ({detail})' if detail else ''}"
+            ) from None
         content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not isinstance(content, str | list | None):
+            # an answer of another shape is no answer: never graded (or cached) as an empty one
+            raise ProviderError(f"provider '{self.instance_id}': choices[0].message.content is not text")
         if isinstance(content, list):  # content parts
             content = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
         refusal = message.get("refusal") if isinstance(message, dict) else None

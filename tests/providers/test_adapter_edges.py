@@ -196,3 +196,22 @@ def test_a_model_in_params_never_makes_the_serving_record_lie(
 def test_anthropic_sends_the_alias_it_records(fake_llm: FakeServer) -> None:
     completion = complete(AnthropicProvider(anthropic_config(fake_llm)), simple_request(model="other-alias"))
     assert fake_llm.requests[0].json["model"] == completion.serving.model
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ({"choices": [{"message": None}]}, "choices[0].message.content is not text"),
+        ({"choices": [{"message": {"content": 5}}]}, "choices[0].message.content is not text"),
+        ({"error": {"message": "quota exceeded"}}, "response has no choices[0].message (quota exceeded)"),
+    ],
+)
+def test_an_openai_answer_of_another_shape_is_an_item_error_not_an_empty_answer(
+    cli: Any, fake_config: Path, fake_llm: FakeServer, write_file: Any, body: dict[str, Any], error: str
+) -> None:
+    fake_llm.handler = lambda request: Reply(json=body)
+    write_file("sets/one.yaml", ONE_PROMPT)
+    result = cli("run", "sets/one.yaml", "--format", "json")
+    assert result.exit_code == 3
+    (item,) = json.loads(result.stdout)["items"]
+    assert item["error"] == f"provider 'fake': {error}"
