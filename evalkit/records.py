@@ -133,6 +133,11 @@ class Message:
     content: str
 
 
+# What evalkit sends itself and records as sent: never taken from a set's params (the schema
+# refuses them there; the adapters drop them from a CompletionRequest built in code).
+RESERVED_PARAMS = ("model", "messages", "system", "stream")
+
+
 @dataclass(frozen=True, slots=True)
 class CompletionRequest:
     """What a provider is asked: the messages, the alias to send and request parameters."""

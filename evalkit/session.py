@@ -196,6 +196,10 @@ def execute_plan(
     return _compare_and_store(plan, runs, cache)
 
 
+def _answers(count: int) -> str:
+    return f"{count} answer{'' if count == 1 else 's'} received"
+
+
 def _interrupted(total: int, stored: Sequence[RunResult], cache: Any) -> KeyboardInterrupt:
     """Ctrl-C, saying what was kept. The answers received are written to the cache first, but a
     user who pressed Ctrl-C does not wait long for a database another process holds."""
@@ -212,7 +216,7 @@ def _interrupted(total: int, stored: Sequence[RunResult], cache: Any) -> Keyboar
             cache.flush(wait_s=min(INTERRUPTED_FLUSH_WAIT_S, lock_wait_s()))
         if cache.unwritten:
             kept += (
-                f"; {cache.unwritten} answers received could not be cached: "
+                f"; {_answers(cache.unwritten)} could not be cached: "
                 f"{cache.path} was held by another process or could not be opened"
             )
         else:
@@ -314,15 +318,12 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
         raise _interrupted(len(runs), stored, cache) from None
     except StoreError as exc:  # the runs were carried out: they are still reported (DESIGN 3)
         if cache is not None:
-            with contextlib.suppress(StoreError):
-                cache.flush(wait_s=0.0)
+            cache.flush(wait_s=0.0)  # once more, without waiting: a busy database keeps them pending
         lost = [
             replace(run, comparison=Comparison("not_compared", f"Not compared: the run could not be stored ({exc})."))
             for run in runs[len(stored) :]
         ]
-        unwritten = (
-            f"; {cache.unwritten} answers received were not cached" if cache is not None and cache.unwritten else ""
-        )
+        unwritten = f"; {_answers(cache.unwritten)} were not cached" if cache is not None and cache.unwritten else ""
         raise RunsNotStored(
             f"{exc}; {len(lost)} of {len(runs)} runs were not stored{unwritten}", (*stored, *lost)
         ) from None

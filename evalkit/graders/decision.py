@@ -23,7 +23,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from evalkit.errors import ProviderError, ProviderRefused, RunError
-from evalkit.graders.excerpt import excerpt
+from evalkit.graders.excerpt import clip_words, excerpt
 from evalkit.protocols import Provider
 from evalkit.records import Completion, CompletionRequest, Grade, Message, Prompt, PromptSet, ServingRecord, Usage
 
@@ -99,11 +99,10 @@ def parse_answer(text: str) -> tuple[int, str]:
     raise ValueError("no JSON object with a level 0-4 in the judge's answer")
 
 
-def _sentence(justification: str, limit: int = 300) -> str:
-    """The justification on one line, at most ``limit`` characters (the schema asks no maxLength:
+def _sentence(justification: str) -> str:
+    """The justification on one line, at most 300 characters (the schema asks no maxLength:
     OpenAI's strict structured output refuses that keyword)."""
-    flat = " ".join(justification.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return clip_words(" ".join(justification.split()), 300)
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
@@ -148,8 +147,8 @@ def level_grade(level: float, justification: str, mark: str) -> Grade:
     decimals unless more of them decide."""
     exact = Decimal(repr(level)).quantize(Decimal("1e-12"), rounding=ROUND_HALF_EVEN)
     shown = exact.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
-    if shown != exact:
-        shown = exact.normalize()
+    if (shown >= PASS_LEVEL) != (exact >= PASS_LEVEL):  # two decimals would contradict the verdict
+        shown = Decimal(f"{exact.normalize():f}")
     score = min(Decimal(1), exact / 4)
     reason = f"level {shown}/4: {justification}" if justification else f"level {shown}/4"
     return Grade(exact >= PASS_LEVEL, float(score), reason, yardstick=mark)

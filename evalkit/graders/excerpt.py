@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
+_LAST_WORD = re.compile(r"\S+\Z")
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text``, at most ``limit`` characters. A word the cut would split is left out whole, a
+    text of one long word entirely: a cut e-mail address, phone number or key is no longer
+    recognisable to the redaction of a stored reason, so none may be kept in part."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 3]
+    if not text[limit - 3].isspace():
+        head = _LAST_WORD.sub("", head)
+    return head + "..."
+
 
 def excerpt(text: str, limit: int, *, flatten: bool = False) -> str:
-    """``text`` (whitespace runs made single spaces with ``flatten``) quoted, at most ``limit``
-    characters before quoting. A word the cut would split is left out whole: a cut e-mail address,
-    phone number or key is no longer recognisable to the redaction of a stored reason."""
-    if flatten:
-        text = " ".join(text.split())
-    if len(text) > limit:
-        head = text[: limit - 3]
-        if not text[limit - 3].isspace():
-            whole = head.rstrip().rsplit(maxsplit=1)
-            head = head[: len(head) - len(whole[-1])] if len(whole) > 1 else head
-        text = head + "..."
-    return repr(text)
+    """``text`` (whitespace runs made single spaces with ``flatten``) quoted, cut by ``clip_words``."""
+    return repr(clip_words(" ".join(text.split()) if flatten else text, limit))

@@ -9,7 +9,7 @@ from evalkit.config import ANTHROPIC_DEFAULT_URL, ProviderConfig
 from evalkit.errors import ProviderError
 from evalkit.providers.http import provider_client
 from evalkit.providers.openai import api_key
-from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
+from evalkit.records import RESERVED_PARAMS, Completion, CompletionRequest, ServingRecord, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
@@ -41,8 +41,8 @@ class AnthropicProvider:
         for name, value in request.params.items():
             if name in PARAM_NAMES:
                 payload[PARAM_NAMES[name]] = [value] if name == "stop" and isinstance(value, str) else value
-            elif name not in ("seed", "model", "messages", "system"):  # no seed in the Messages API; the
-                payload[name] = value  # alias, messages and system sent are the ones recorded
+            elif name != "seed" and name not in RESERVED_PARAMS:  # no seed in the Messages API
+                payload[name] = value
         if request.response_schema is not None:  # structured output through a forced tool call
             payload["tools"] = [
                 {"name": TOOL_NAME, "description": "Record the answer.", "input_schema": dict(request.response_schema)}

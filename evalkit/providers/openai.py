@@ -8,7 +8,7 @@ from typing import Any
 from evalkit.config import OPENAI_DEFAULT_URL, ProviderConfig
 from evalkit.errors import InputError, ProviderError
 from evalkit.providers.http import body_error, provider_client
-from evalkit.records import Completion, CompletionRequest, ServingRecord, Usage
+from evalkit.records import RESERVED_PARAMS, Completion, CompletionRequest, ServingRecord, Usage
 
 
 def api_key(config: ProviderConfig) -> str | None:
@@ -46,7 +46,7 @@ class OpenAIProvider:
 
     def payload(self, request: CompletionRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
-            **request.params,  # first: what is sent and recorded (alias, messages) always wins
+            **{k: v for k, v in request.params.items() if k not in RESERVED_PARAMS},
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }
@@ -65,25 +65,25 @@ class OpenAIProvider:
         return self.parse(body, request, latency_ms)
 
     def parse(self, body: dict[str, Any], request: CompletionRequest, latency_ms: float) -> Completion:
-        try:
-            choice = body["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
-            detail = body_error(body)  # an error sent with a 200
+        # an answer of another shape is no answer: never graded (or cached) as an empty one
+        choices = body.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            detail = self.client.mask(body_error(body))  # an error sent with a 200 (it may quote the key)
             raise ProviderError(
                 f"provider '{self.instance_id}': response has no choices[0].message{f' ({detail})' if detail else ''}"
-            ) from None
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(message, dict) or not isinstance(content, str | list | None):
-            # an answer of another shape is no answer: never graded (or cached) as an empty one
+            )
+        content = message.get("content")
+        if not isinstance(content, str | list | None):
             raise ProviderError(f"provider '{self.instance_id}': choices[0].message.content is not text")
         if isinstance(content, list):  # content parts
             content = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-        refusal = message.get("refusal") if isinstance(message, dict) else None
+        refusal = message.get("refusal")
         if not content and isinstance(refusal, str) and refusal:  # the model declined: that is its answer
             content = refusal
         reported = body.get("model")
-        extras = {k: choice[k] for k in ("logprobs", "finish_reason") if isinstance(choice, dict) and k in choice}
+        extras = {k: choice[k] for k in ("logprobs", "finish_reason") if k in choice}
         return Completion(
             text=content if isinstance(content, str) else "",
             serving=ServingRecord(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalkit.answers import read_answers
 from evalkit.config import CONFIG_NAME, find_config
-from evalkit.errors import Issue, SetError
+from evalkit.errors import InputError, Issue, SetError
 from evalkit.sets.configfile import build_config, config_issues
 from evalkit.sets.corpus import load_corpus
 from evalkit.sets.discovery import check_document, set_kind, yaml_files
@@ -54,11 +56,13 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
     seen_ids: dict[str, Path] = {}
     for file in dict.fromkeys(files):
         report.files += 1
-        if file.suffix == ".jsonl":  # a corpus named on its own (a set file is YAML)
+        if file.suffix == ".jsonl":  # a corpus or a replay answers file named on its own
             try:
-                load_corpus(file)
+                read_answers(file) if _holds_answers(file) else load_corpus(file)
             except SetError as exc:
                 report.issues.extend(exc.issues)
+            except InputError as exc:  # unreadable as a whole
+                report.issues.append(Issue(str(file), 0, 0, "", str(exc)))
             continue
         try:
             doc = load_document(file)
@@ -84,6 +88,17 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
             seen_ids[set_id] = file
             report.sets += 0 if issues else 1
     return report
+
+
+def _holds_answers(file: Path) -> bool:
+    """Whether a JSON Lines file holds replay answers (``response``) rather than documents."""
+    try:
+        with file.open(encoding="utf-8", errors="replace") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        record = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return False  # the corpus reader says what is wrong with it
+    return isinstance(record, dict) and "response" in record and "text" not in record
 
 
 def _corpus_issues(doc: Document, file: Path) -> list[Issue]:

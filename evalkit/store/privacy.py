@@ -15,9 +15,11 @@ MASK = "***"
 
 _PATTERNS = [
     # key-like secrets first, so a token is not half-eaten by the phone pattern
-    re.compile(r"\b(?:sk|pk|rk)[-_](?:[A-Za-z0-9]+[-_])*[A-Za-z0-9_-]{12,}"),  # OpenAI sk-..., Stripe sk_live_...
+    re.compile(r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_-]{12,}"),
+    re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{8,}"),  # Stripe
     re.compile(r"\bsk-ant-[A-Za-z0-9_-]{8,}"),
-    re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)\bauthorization\s*:\s*basic\s+[A-Za-z0-9+/=]{8,}"),
     re.compile(r"\b(?:hf|npm)_[A-Za-z0-9]{20,}"),  # Hugging Face, npm
     re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),  # GitLab
     re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{16,}"),

@@ -848,3 +848,12 @@ def test_a_corpus_named_on_its_own_is_checked_as_a_corpus(cli, write_file) -> No
     result = cli("validate", "corpus/bad.jsonl")
     assert result.exit_code == 2
     assert result.stderr.startswith("corpus/bad.jsonl:2:1: id: duplicate document id 'd1' (first at line 1)\n")
+
+
+def test_a_replay_answers_file_named_on_its_own_is_checked_as_one(cli, write_file) -> None:
+    write_file("answers.jsonl", '{"id": "a", "response": "x", "model": "m"}\n{"id": "b", "response": "y"}\n')
+    assert cli("validate", "answers.jsonl").stdout == "1 file valid (0 sets)\n"
+    write_file("twice.jsonl", '{"id": "a", "response": "x"}\n{"id": "a", "response": "y"}\n')
+    result = cli("validate", "twice.jsonl")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("twice.jsonl:2:1: a second answer for prompt 'a' (first at line 1); keep one\n")

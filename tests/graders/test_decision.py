@@ -815,6 +815,12 @@ def test_a_weighted_level_just_below_the_pass_mark_fails() -> None:
     # DESIGN 4: score = min(1, level/4), pass at score >= 0.6; 2.395 / 4 = 0.59875.
     grade = level_grade(2.395, "x", "decision:judge:m:v1")
     assert (grade.passed, grade.score) == (False, pytest.approx(0.59875))
+    assert grade.reason == "level 2.395/4: x"  # two decimals (2.40) would contradict the verdict
+
+
+@pytest.mark.parametrize(("level", "shown"), [(3.000005313178, "3.00"), (1.4e-11, "0.00"), (2.4049, "2.40")])
+def test_a_weighted_level_is_shown_to_two_decimals_when_they_agree_with_the_verdict(level: float, shown: str) -> None:
+    assert level_grade(level, "", "m").reason == f"level {shown}/4"
 
 
 def test_a_judge_without_the_decision_grader_is_exit_2_before_any_call(

@@ -10,7 +10,7 @@ import pytest
 
 from evalkit.api import run_set
 from evalkit.records import ServingRecord, Usage
-from tests.fakeserver import FakeServer, Recorded, last_user_message, openai_reply
+from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
 from tests.providers.conftest import KEY, KEY_ENV
 
 SHAPE_SET = """
@@ -292,9 +292,21 @@ def test_a_header_value_is_sent_without_its_surrounding_whitespace(
     write_file(
         "evalkit.yaml",
         f"providers:\n  - id: fake\n    adapter: openai\n    base_url: '{fake_llm.url}/v1'\n    model: m\n"
-        "    headers:\n      X-Team: |\n        search\n",
+        "    headers:\n      X-Team: |+\n        search\n\n",
     )
     write_file("sets/h.yaml", "id: h.ws\nname: H\nprompts:\n  - {id: q, prompt: Hi, assertions: [{contains: echo}]}\n")
     result = cli("run", "sets/h.yaml", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert fake_llm.requests[0].headers["x-team"] == "search"
+
+
+def test_an_error_sent_with_a_200_never_shows_the_key(
+    cli: Any, keyed_config: Path, fake_llm: FakeServer, write_file: Any
+) -> None:
+    fake_llm.handler = lambda request: Reply(json={"error": {"message": f"Incorrect API key provided: {KEY}"}})
+    write_file("sets/k.yaml", "id: k.200\nname: K\nprompts:\n  - {id: q, prompt: Hi, assertions: [{contains: x}]}\n")
+    result = cli("run", "sets/k.yaml", "--format", "json")
+    assert result.exit_code == 3
+    (item,) = json.loads(result.stdout)["items"]
+    assert item["error"] == "provider 'fake': response has no choices[0].message (Incorrect API key provided: ***)"
+    assert KEY not in result.stdout + result.stderr

@@ -217,10 +217,20 @@ def test_redacted_reasons_keep_no_part_of_an_email_address(cli: Any, write_file:
     "secret",
     [
         "sk_live_51HxAbCdEfGhIjKlMnOpQrStUv",
+        "sk_test_abcdefgh1234",
         "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
         "glpat-AbCdEfGhIjKlMnOpQrSt",
+        "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==",
     ],
 )
 def test_redacted_text_masks_common_api_key_formats(secret: str) -> None:
     # DESIGN 5.6: redacted replaces key-like secrets by ***.
     assert secret not in (redact(f"use the key {secret} here") or "")
+
+
+@pytest.mark.parametrize(
+    "text", ["I have a basic understanding of Python", "join pk_customer_orders on sk_live_flag", "task_list_items"]
+)
+def test_redaction_leaves_ordinary_words_and_identifiers(text: str) -> None:
+    assert redact(text) == text
