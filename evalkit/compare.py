@@ -8,6 +8,7 @@ tolerance of 0.1 accepts, and an identical re-run of 2/3 is a drop of exactly 0.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -127,12 +128,20 @@ def compare_run(
         )
     if significance is None or not verdict.regressed:
         return verdict
-    if paired is None:
-        return replace(
-            verdict, reason=f"{verdict.reason} (No item rows to pair with the baseline: significance not tested.)"
-        )
-    # Each breached tolerance is judged by its own paired test.
+    if paired is None or not paired.paired:
+        why = "No item rows to pair with the baseline" if paired is None else "No item is in both runs"
+        return replace(verdict, reason=f"{verdict.reason} ({why}: significance not tested.)")
+    # Each breached tolerance is judged by its own paired test, and only where the paired items
+    # dropped too: a drop that comes from other items, or a paired gain, is no evidence either way.
     p_values = {"pass_rate": paired.p_value, "mean_score": paired.score_p_value}
+    deltas = {"pass_rate": paired.pass_rate_delta, "mean_score": paired.mean_score_delta}
+    untested = [b for b in breaches if deltas[b] >= 0]
+    if untested:
+        shown = " and ".join(b.replace("_", " ") for b in untested)
+        return replace(
+            verdict,
+            reason=f"{verdict.reason} (The items in both runs did not drop in {shown}: significance not tested.)",
+        )
     if all(p_values[b] >= significance for b in breaches):
         shown = "; ".join(f"{b.replace('_', ' ')} p = {format_p(p_values[b])}" for b in breaches)
         return replace(
@@ -288,8 +297,9 @@ def per_item(samples: Iterable[tuple[str, bool, float]]) -> dict[str, tuple[floa
     grouped: dict[str, list[tuple[bool, float]]] = {}
     for item_id, passed, value in samples:
         grouped.setdefault(item_id, []).append((passed, value))
+    # fsum: exact, so the order of the samples (repeat 1, 2, 3 or 3, 1, 2) never shows as a change
     return {
-        item_id: (sum(p for p, _ in rows) / len(rows), sum(v for _, v in rows) / len(rows))
+        item_id: (math.fsum(p for p, _ in rows) / len(rows), math.fsum(v for _, v in rows) / len(rows))
         for item_id, rows in grouped.items()
     }
 

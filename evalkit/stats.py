@@ -59,6 +59,39 @@ class Interval:
     high: float
 
 
+def clustered_rate_ci(
+    groups: Sequence[Sequence[float]],
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> Interval:
+    """Percentile bootstrap interval of the rate over all samples of all groups (a prompt's
+    repeated samples), resampling groups, then samples within each group: a prompt that passed 2
+    of 5 samples is uncertain, which resampling whole prompts alone would not show."""
+    if not groups or not any(groups):
+        return Interval(0.0, 0.0)
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    sizes = np.asarray([len(g) for g in groups])
+    width = int(sizes.max())
+    table = np.zeros((len(groups), width))
+    for row, group in enumerate(groups):
+        table[row, : len(group)] = group
+    rates = []
+    chunk = max(1, min(1000, 2_000_000 // (len(groups) * width)))  # ~16 MB of samples at a time
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        picked = rng.integers(0, len(groups), size=(size, len(groups)))  # prompts
+        within = (rng.random((size, len(groups), width)) * sizes[picked][..., None]).astype(int)  # their samples
+        used = np.arange(width)[None, None, :] < sizes[picked][..., None]
+        values = np.take_along_axis(table[picked], within, axis=2) * used
+        rates.append(values.sum(axis=(1, 2)) / sizes[picked].sum(axis=1))
+    everything = np.concatenate(rates)
+    alpha = (1 - confidence) / 2
+    return Interval(float(np.quantile(everything, alpha)), float(np.quantile(everything, 1 - alpha)))
+
+
 def bootstrap_mean_ci(
     values: Sequence[float], confidence: float = 0.95, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES
 ) -> Interval:

@@ -69,7 +69,11 @@ def run_json(run: RunResult, gate: dict[str, Any] | None = None) -> dict[str, An
 def _repeats(run: RunResult) -> dict[str, Any]:
     from evalkit.report.summary import repeat_summary
 
-    return {"sample_count": run.sample_count, **repeat_summary(run).as_dict()}
+    # the per-prompt figures need the items: a run kept at privacy none has none to tell
+    return {
+        "sample_count": run.sample_count,
+        **(repeat_summary(run).as_dict() if run.items else {"repeats": run.repeats}),
+    }
 
 
 def dumps(document: Any) -> str:

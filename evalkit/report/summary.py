@@ -66,7 +66,7 @@ def prompt_outcomes(run: RunResult) -> list[PromptOutcome]:
 class RepeatSummary:
     repeats: int
     prompts: tuple[PromptOutcome, ...]
-    pass_rate_ci: tuple[float, float]  # 95%, bootstrap over prompts
+    pass_rate_ci: tuple[float, float]  # 95%, bootstrap over prompts and their samples
 
     @property
     def pass_at_n_rate(self) -> float:
@@ -93,5 +93,5 @@ class RepeatSummary:
 
 def repeat_summary(run: RunResult) -> RepeatSummary:
     outcomes = prompt_outcomes(run)
-    interval = stats.bootstrap_mean_ci([p.pass_rate for p in outcomes])
+    interval = stats.clustered_rate_ci([[float(s.passed) for s in p.samples] for p in outcomes])
     return RepeatSummary(run.repeats, tuple(outcomes), (interval.low, interval.high))
