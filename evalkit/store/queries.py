@@ -71,16 +71,25 @@ def _with_time(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def set_summaries(store: Store, trend_length: int = 12) -> list[dict[str, Any]]:
-    """Per set: the latest run, its verdict, its baseline and the recent pass-rate trend."""
+    """Per set: the latest run, its verdict, its baseline and the recent pass-rate trend of the
+    latest run's scope (instance, alias, reported model, grader: a matrix of providers is not one
+    trend)."""
     rows = store.con.execute(
         """
         with ranked as (
             select *, row_number() over (partition by set_id order by started_at desc, run_id desc) as recency
             from runs
         ),
+        scoped as (
+            select r.set_id, r.pass_rate, r.started_at, r.run_id,
+                   row_number() over (partition by r.set_id order by r.started_at desc, r.run_id desc) as recency
+            from runs r join ranked l
+              on l.recency = 1 and r.set_id = l.set_id and r.provider = l.provider and r.grader = l.grader
+             and r.model is not distinct from l.model and r.reported_model is not distinct from l.reported_model
+        ),
         trends as (
-            select set_id, list(pass_rate order by started_at, run_id) as trend, count(*) as run_count
-            from ranked where recency <= $1 group by set_id
+            select set_id, list(pass_rate order by started_at, run_id) as trend
+            from scoped where recency <= $1 group by set_id
         ),
         totals as (select set_id, count(*) as total_runs from runs group by set_id)
         select r.set_id, r.kind, r.run_id, r.grader, r.provider, r.model, r.reported_model, r.pass_rate,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evalkit.records import ServingRecord
 from evalkit.store import Store, save_run
 from tests.conftest import write
 from tests.factories import run_of
@@ -145,3 +146,17 @@ def test_prune_with_an_age_past_the_year_1_deletes_nothing(cli, db_file: Path, i
     write(isolated / "evalkit.yaml", f"retention_days: {days}\n")  # the same through the config
     assert cli("prune").stdout.startswith("Deleted 0 runs and 0 cache entries")
     assert len(json.loads(cli("report", "--format", "json").stdout)["runs"]) == 1
+
+
+def test_the_trend_follows_the_latest_runs_instance_not_the_whole_matrix(cli, db_file: Path) -> None:
+    # a prompts x providers matrix: instance a always passes, b always fails, stored alternately
+    a, b = ServingRecord("a", "alias-a", "model-a"), ServingRecord("b", "alias-b", "model-b")
+    with Store.open(db_file) as store:
+        for minute in range(3):
+            for offset, (serving, passed) in enumerate(((b, 0), (a, 2))):
+                stamp = f"2026-11-30T12:0{minute}:0{offset}.000+00:00"
+                save_run(store, run_of(passed, 2, serving=serving, started_at=stamp), "metadata", "test")
+    table = cli("report").stdout
+    assert "a/alias-a" in table
+    assert "███" in table
+    assert "▁" not in table
