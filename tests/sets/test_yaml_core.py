@@ -8,29 +8,13 @@ import json
 from typing import Any
 
 
-def replay_project(
-    write_file: Any, answers: list[dict[str, str]], *, privacy: str = "metadata", alias: str = ""
-) -> None:
-    model = f", model: {json.dumps(alias)}" if alias else ""
-    write_file(
-        "evalkit.yaml",
-        f"privacy: {privacy}\ndefault_provider: rec\nproviders: [{{id: rec, adapter: replay, path: answers.jsonl{model}}}]\n",
-    )
-    write_file("answers.jsonl", "".join(json.dumps(a) + "\n" for a in answers))
-
-
-def one_prompt_set(
-    write_file: Any, prompt_id: str, assertion: str = "{contains: zzz}", set_id: str = "rev.out"
-) -> None:
+def test_timestamp_like_text_is_read_verbatim(cli: Any, write_file: Any) -> None:
+    write_file("evalkit.yaml", "providers: [{id: rec, adapter: replay, path: answers.jsonl}]\n")
+    write_file("answers.jsonl", json.dumps({"id": "when", "response": "2001-12-14 21:59:43", "model": "m1"}) + "\n")
     write_file(
         "set.yaml",
-        f"id: {set_id}\nname: Review\nprompts:\n  - id: {json.dumps(prompt_id)}\n    prompt: hi\n    assertions: [{assertion}]\n",
+        "id: rev.when\nname: n\nprompts:\n  - {id: when, prompt: hi, assertions: [{exact: 2001-12-14 21:59:43}]}\n",
     )
-
-
-def test_timestamp_like_text_is_read_verbatim(cli: Any, write_file: Any) -> None:
-    replay_project(write_file, [{"id": "when", "response": "2001-12-14 21:59:43", "model": "m1"}])
-    one_prompt_set(write_file, "when", "{exact: 2001-12-14 21:59:43}")
     result = cli("run", "set.yaml", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["items"][0]["passed"] is True
