@@ -62,12 +62,19 @@ def load_set(path: str | Path) -> AnySet:
 
 
 def yaml_files(folder: Path) -> list[Path]:
-    """Set-file candidates under ``folder``, recursively, sorted; hidden folders and configs skipped."""
+    """Set-file candidates under ``folder``, recursively, sorted; hidden folders and files and
+    configs skipped. Linked folders are followed, each real folder once (a link loop ends)."""
     found = []
-    for root, dirs, files in os.walk(folder):
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if name.endswith(YAML_SUFFIXES) and name != CONFIG_NAME:
+            if name.endswith(YAML_SUFFIXES) and name != CONFIG_NAME and not name.startswith("."):
                 found.append(Path(root) / name)
     return found
 

@@ -121,7 +121,7 @@ class Store:
                     raise StoreError(f"{path}: cannot open the database ({_first_line(exc)})") from None
                 if time.monotonic() >= deadline:
                     raise StoreError(
-                        f"{path}: the database is held by another evalkit process; gave up after "
+                        f"{path}: the database is held by another process; gave up after "
                         f"{lock_wait_s() if wait_s is None else wait_s:g} s (set EVALKIT_DB_WAIT_S to wait longer)"
                     ) from None
                 time.sleep(delay * random.uniform(0.5, 1.5))

@@ -76,6 +76,16 @@ def test_yaml_files_walks_folders_recursively_in_order(isolated: Path) -> None:
     assert found == ["a.yml", "b.yaml", "sub/z.yaml", "sub/deeper/y.yml"]
 
 
+def test_yaml_files_follow_linked_folders_once_and_skip_hidden_files(isolated: Path) -> None:
+    write(isolated / "shared" / "s.yaml", "x: 1\n")
+    write(isolated / "root" / "a.yaml", "x: 1\n")
+    write(isolated / "root" / ".draft.yaml", "x: 1\n")  # an editor's or a user's hidden file
+    (isolated / "root" / "linked").symlink_to(isolated / "shared", target_is_directory=True)
+    (isolated / "shared" / "loop").symlink_to(isolated / "root", target_is_directory=True)  # a cycle ends
+    found = [p.relative_to(isolated / "root").as_posix() for p in yaml_files(isolated / "root")]
+    assert found == ["a.yaml", "linked/s.yaml"]
+
+
 def test_run_a_file(cli, project: Path, fake_llm: FakeServer) -> None:
     document = run_json(cli, "elsewhere/c.yaml")
     assert (document["set"], document["prompt_count"]) == ("demo.c", 1)

@@ -144,7 +144,7 @@ def test_a_held_database_is_waited_for_then_given_up_with_exit_3(
         holder.close()
     assert proc.returncode == 3
     assert err.strip().splitlines()[-1] == (
-        f"Error: {db_file}: the database is held by another evalkit process; gave up after 1 s "
+        f"Error: {db_file}: the database is held by another process; gave up after 1 s "
         "(set EVALKIT_DB_WAIT_S to wait longer)"
     )
     assert fake_llm.calls == 0
@@ -162,7 +162,7 @@ def test_without_cache_replay_a_held_database_is_still_waited_for_before_any_cal
     assert proc.returncode == 3
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == (
-        f"Error: {db_file}: the database is held by another evalkit process; gave up after 1 s "
+        f"Error: {db_file}: the database is held by another process; gave up after 1 s "
         "(set EVALKIT_DB_WAIT_S to wait longer)"
     )
     assert fake_llm.calls == 0
