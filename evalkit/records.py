@@ -215,6 +215,12 @@ class Completion:
     cached: bool = False
     raw: Mapping[str, JsonValue] | None = None  # provider-specific extras (e.g. logprobs)
 
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut off at max_tokens (OpenAI's finish_reason, Anthropic's stop_reason)."""
+        raw = self.raw or {}
+        return raw.get("finish_reason") == "length" or raw.get("stop_reason") == "max_tokens"
+
 
 @dataclass(frozen=True, slots=True)
 class AssertionResult:

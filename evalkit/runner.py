@@ -243,11 +243,14 @@ async def run_one(
     except ProviderError as exc:
         return replace(base, reason=f"error: {exc}", error=str(exc))
     grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving)
+    reason = grade.reason
+    if completion.truncated and not grade.passed:  # else it reads as a wrong answer, not a short one
+        reason += " (the answer was cut off at max_tokens; raise it in the set's params)"
     return replace(
         base,
         passed=grade.passed,
         score=grade.score,
-        reason=grade.reason,
+        reason=reason,
         latency_ms=completion.latency_ms,
         assertions=grade.assertions,
         response=completion.text,

@@ -238,3 +238,26 @@ def test_the_schema_refuses_exactly_the_params_evalkit_sends_itself() -> None:
 
     params = load_schema("prompts")["$defs"]["params"]
     assert params["propertyNames"]["not"]["enum"] == list(RESERVED_PARAMS)
+
+
+@pytest.mark.parametrize(("finish", "noted"), [("length", True), ("stop", False)])
+def test_a_failing_answer_cut_off_at_max_tokens_says_so(
+    cli: Any, fake_config: Path, fake_llm: FakeServer, write_file: Any, finish: str, noted: bool
+) -> None:
+    body = {
+        "model": "m",
+        "choices": [{"message": {"role": "assistant", "content": "The answer is"}, "finish_reason": finish}],
+    }
+    fake_llm.handler = lambda _: Reply(json=body)
+    write_file("sets/one.yaml", ONE_PROMPT)
+    result = cli("run", "sets/one.yaml", "--format", "json")
+    (item,) = json.loads(result.stdout)["items"]
+    assert item["passed"] is False
+    cut = "(the answer was cut off at max_tokens; raise it in the set's params)"
+    assert item["reason"].endswith(cut) is noted
+
+
+def test_anthropic_max_tokens_stop_marks_the_completion_truncated(fake_llm: FakeServer) -> None:
+    body = {"model": "claude-x", "content": [{"type": "text", "text": "The"}], "usage": {}, "stop_reason": "max_tokens"}
+    fake_llm.enqueue(Reply(json=body))
+    assert complete(AnthropicProvider(anthropic_config(fake_llm)), simple_request()).truncated is True
