@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.fakeserver import FakeServer, Reply
 
 # What an answer, id or error text may carry: clear screen + cursor home, an OSC 8 hyperlink,
@@ -135,26 +137,20 @@ def test_reported_model_and_prompt_id_escape_sequences_do_not_reach_the_table(cl
     assert_inert(history.stdout)
 
 
-def test_provider_error_text_escape_sequences_do_not_reach_stderr(
-    cli: Any, write_file: Any, fake_config: Any, fake_llm: FakeServer
+@pytest.mark.parametrize(
+    ("status", "stream"),
+    [(401, "stderr"), (400, "stdout")],  # a refusal: the error line; an errored item: the run table
+)
+def test_an_endpoints_error_text_reaches_no_output_raw(
+    cli: Any, write_file: Any, fake_config: Any, fake_llm: FakeServer, status: int, stream: str
 ) -> None:
-    fake_llm.handler = lambda request: Reply(status=401, json={"error": {"message": HOSTILE}})
+    fake_llm.handler = lambda request: Reply(status=status, json={"error": {"message": HOSTILE}})
     one_prompt_set(write_file, "p")
     result = cli("run", "set.yaml", "--no-cache")
     assert result.exit_code == 3
-    assert "HTTP 401" in result.stderr
-    assert_inert(result.stderr)
-
-
-def test_errored_item_message_escape_sequences_do_not_reach_the_table(
-    cli: Any, write_file: Any, fake_config: Any, fake_llm: FakeServer
-) -> None:
-    fake_llm.handler = lambda request: Reply(status=400, json={"error": {"message": HOSTILE}})
-    one_prompt_set(write_file, "p")
-    result = cli("run", "set.yaml", "--no-cache")
-    assert result.exit_code == 3
-    assert "HTTP 400" in result.stdout
-    assert_inert(result.stdout)
+    shown = getattr(result, stream)
+    assert f"HTTP {status}" in shown
+    assert_inert(shown)
 
 
 def test_set_file_error_line_does_not_echo_escape_sequences(cli: Any, write_file: Any) -> None:
