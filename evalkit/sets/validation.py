@@ -25,6 +25,7 @@ SCHEMA_FILES = {
     "prompts": "prompt-set.schema.json",
     "questions": "question-set.schema.json",
     "config": "config.schema.json",
+    "baseline": "baseline.schema.json",
 }
 _TYPE_NAMES = {
     "string": "a string",

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import REPO
 
-SCHEMAS = ("prompt-set.schema.json", "question-set.schema.json", "config.schema.json")
+SCHEMAS = ("prompt-set.schema.json", "question-set.schema.json", "config.schema.json", "baseline.schema.json")
 SKIP_DIRS = {".git", ".venv", "node_modules", "build", "dist"}
 
 
