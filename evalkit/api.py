@@ -14,7 +14,7 @@ from typing import Any
 from evalkit.config import Config, ProviderConfig, db_path
 from evalkit.errors import EvalkitError, InputError, SchemaOutdatedError, UnknownNameError
 from evalkit.providers import default_alias
-from evalkit.records import GRADERS, AnySet, PairedTest, PromptSet, RetrievalRunResult, RunResult
+from evalkit.records import GRADERS, AnySet, BaselineFile, PairedTest, PromptSet, RetrievalRunResult, RunResult
 from evalkit.routing import RankedModel
 from evalkit.session import (
     RetrievalPlan,
@@ -31,6 +31,9 @@ __all__ = [
     "RetrievalPlan",
     "RunComparison",
     "RunPlan",
+    "accept_baselines",
+    "baseline_files",
+    "clear_cache",
     "compare_runs",
     "execute_plan",
     "execute_retrieval",
@@ -96,6 +99,25 @@ def run_set(
         tolerance_overrides=overrides,
     )
     return execute_plan(plan)[0]
+
+
+def accept_baselines(
+    config: Config, run_ids: list[str], *, db: str | Path | None = None, baselines: str | Path | None = None
+) -> list[Any]:
+    """Write stored runs (default: the latest of every scope) into their sets' baseline files
+    (DESIGN 5.7) and mark them accepted; a run that cannot be a baseline is an InputError."""
+    from evalkit.baselines import accept_runs
+
+    return accept_runs(config, run_ids, db=db, folder=baselines)
+
+
+def baseline_files(
+    config: Config, set_id: str | None = None, *, baselines: str | Path | None = None
+) -> list[BaselineFile]:
+    """The accepted baselines in the repository (of one set, or all), read and checked."""
+    from evalkit.baselines import baseline_files as read_files
+
+    return read_files(config, set_id, baselines)
 
 
 def _parse_overrides(values: dict[str, Any]) -> dict[str, Any]:
@@ -186,6 +208,19 @@ def prune(config: Config, *, older_than_days: int | None = None, db: str | Path 
         with store.transaction():
             entries = prune_cache(store, days)
     return runs, entries
+
+
+def clear_cache(config: Config, *, older_than_days: int | None = None, db: str | Path | None = None) -> int:
+    """Delete every completion cache entry (or those older than ``older_than_days``); returns how
+    many. A database that does not exist yet is not created."""
+    from evalkit.store import Store
+    from evalkit.store import clear_cache as clear
+
+    path = db_path(config, db)
+    if not path.is_file():
+        return 0
+    with Store.open(path) as store:
+        return clear(store, older_than_days)
 
 
 def _safe_alias(provider: ProviderConfig) -> str:

@@ -9,13 +9,17 @@ tolerance of 0.1 accepts, and an identical re-run of 2/3 is a drop of exactly 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from fractions import Fraction
+from typing import Any
 
 from evalkit import stats
 from evalkit.records import (
     Comparison,
+    Flips,
+    Gate,
     PairedTest,
     RetrievalRunResult,
     RetrievalTolerances,
@@ -37,6 +41,9 @@ class BaselineRun:
     passed_count: int = 0
     item_count: int = 0
     set_fingerprint: str | None = None
+    source: str = "db"  # db | file (DESIGN 5.2)
+    file: str | None = None  # the baseline file, when the source is a file
+    items: Mapping[str, tuple[float, float]] | None = None  # id -> (pass fraction, score); None: not kept
 
 
 def exact_rate(value: float) -> Decimal:
@@ -111,14 +118,8 @@ def compare_run(
     (``paired``) also finds it significant at that level; an insignificant drop is reported as such.
     """
     verdict, breaches = _tolerance_verdict(run, baseline, tolerances)
-    if (
-        verdict.state == "compared"
-        and baseline is not None
-        and baseline.set_fingerprint not in (None, run.set_fingerprint)
-    ):
-        verdict = replace(
-            verdict, reason=f"{verdict.reason} Note: the set's prompts or assertions changed since that run."
-        )
+    if verdict.state == "compared" and baseline is not None:
+        verdict = _with_flips(verdict, run, baseline)
     if verdict.state != "compared" or (paired is None and significance is None):
         return verdict
     verdict = replace(verdict, paired=paired, significance=significance)
@@ -151,6 +152,35 @@ def compare_run(
             + f" Not a regression at significance {significance:g} ({shown}).",
         )
     return replace(verdict, reason=f"{verdict.reason} Significant at {significance:g}.")
+
+
+def _with_flips(verdict: Comparison, run: RunResult, baseline: BaselineRun) -> Comparison:
+    """The comparison with where its baseline came from, the per-prompt flips, and a note when
+    the set changed since the baseline (which prompts were added or removed)."""
+    reason = verdict.reason
+    if baseline.source == "file":
+        reason = reason.replace(f"against run {baseline.run_id}", f"against run {baseline.run_id} ({baseline.file})")
+    flips = flips_of(baseline.items, run) if baseline.items is not None else None
+    if baseline.set_fingerprint not in (None, run.set_fingerprint):
+        changed = []
+        if flips is not None and flips.added:
+            changed.append("added: " + ", ".join(flips.added))
+        if flips is not None and flips.removed:
+            changed.append("removed: " + ", ".join(flips.removed))
+        detail = f" ({'; '.join(changed)})" if changed else ""
+        reason += f" Note: the set's prompts or assertions changed since that run{detail}."
+    return replace(verdict, reason=reason, baseline_source=baseline.source, baseline_file=baseline.file, flips=flips)
+
+
+def flips_of(before: Mapping[str, tuple[float, float]], run: RunResult) -> Flips:
+    """Prompts that passed in the baseline and fail now (every sample, with --repeat), and the
+    reverse; prompts only in this run or only in the baseline."""
+    now = per_item((i.id, i.passed, i.score) for i in run.items)
+    regressed = [i for i, (rate, _) in now.items() if i in before and before[i][0] == 1.0 and rate < 1.0]
+    fixed = [i for i, (rate, _) in now.items() if i in before and before[i][0] < 1.0 and rate == 1.0]
+    added = [i for i in now if i not in before]
+    removed = [i for i in before if i not in now]
+    return Flips(tuple(regressed), tuple(fixed), tuple(added), tuple(removed))
 
 
 def _tolerance_verdict(
@@ -197,10 +227,67 @@ def _breaches(*checks: tuple[str, str, Decimal, Decimal, bool]) -> tuple[list[st
     return names, sentences
 
 
-def gate_of(comparison: Comparison | None, fail_on_regression: bool) -> dict[str, bool]:
-    """The gate block of the JSON output (and of the stored run)."""
-    passed = comparison is not None and gate_passed(comparison, fail_on_regression)
-    return {"fail_on_regression": fail_on_regression, "passed": passed or not fail_on_regression}
+def gate_of(
+    run: RunResult | RetrievalRunResult,
+    fail_on_regression: bool,
+    minimums: Gate | None = None,
+    critical: Collection[str] = (),
+) -> dict[str, Any]:
+    """The gate block of the JSON output (and of the stored run): the regression gate when it
+    was asked for, and the absolute gates (DESIGN 5.8), which hold for every run with or without
+    a baseline. ``failures`` says each failure in words."""
+    failures: list[str] = []
+    comparison = run.comparison
+    if fail_on_regression and (comparison is None or not gate_passed(comparison, True)):
+        if comparison is not None and comparison.regressed:
+            failures.append(f"regression against the baseline (run {comparison.baseline_run_id})")
+        else:
+            why = comparison.reason.removeprefix("Not compared: ").rstrip(".") if comparison else "no comparison"
+            failures.append(f"not compared with a baseline ({why})")
+    if isinstance(run, RunResult):
+        failures.extend(absolute_failures(run, minimums or Gate(), critical))
+    return {"fail_on_regression": fail_on_regression, "passed": not failures, "failures": failures}
+
+
+def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] = ()) -> list[str]:
+    """Each minimum the run falls short of, and each critical prompt that failed, in words.
+    The pass rate is compared as the exact fraction of its counts."""
+    failures = []
+    if minimums.min_pass_rate is not None:
+        rate = Fraction(run.passed_count, run.sample_count) if run.sample_count else Fraction(0)
+        if rate < minimums.min_pass_rate:
+            failures.append(
+                f"pass rate {shown_below(rate, minimums.min_pass_rate)} ({run.passed_count}/{run.sample_count}) "
+                f"is below the minimum {minimums.min_pass_rate}"
+            )
+    if minimums.min_mean_score is not None:
+        score = exact_rate(run.mean_score)
+        if score < minimums.min_mean_score:
+            failures.append(
+                f"mean score {shown_below(Fraction(score), minimums.min_mean_score)} "
+                f"is below the minimum {minimums.min_mean_score}"
+            )
+    wanted = set(critical)
+    failed: dict[str, str] = {}
+    for item in run.items:
+        if item.id in wanted and not item.passed:
+            failed.setdefault(item.id, "errored" if item.errored else "failed")
+    failures.extend(f"critical prompt '{printable_id(i)}' {how}" for i, how in failed.items())
+    return failures
+
+
+def shown_below(value: Fraction, minimum: Decimal) -> str:
+    """``value`` with as few decimals (two at least) as show it below ``minimum``: 0.7999 against
+    0.8 reads 0.7999, not 0.80."""
+    for places in range(2, 13):
+        text = f"{float(value):.{places}f}"
+        if Fraction(Decimal(text)) < Fraction(minimum):
+            return text
+    return repr(float(value))
+
+
+def printable_id(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def gate_passed(comparison: Comparison, fail_on_regression: bool) -> bool:

@@ -90,6 +90,8 @@ class Config:
     default_provider: str | None = None
     decision_provider: str | None = None
     cache: bool = True
+    cache_ttl_days: int = 30  # cached completions older than this are not read (DESIGN 5.5)
+    baselines: Path | None = None  # as configured, relative to root; None: the default
     providers: tuple[ProviderConfig, ...] = ()
     retrievers: tuple[RetrieverConfig, ...] = ()
 
@@ -97,6 +99,12 @@ class Config:
     def root(self) -> Path:
         """The folder relative paths are resolved against."""
         return self.path.parent if self.path else Path.cwd()
+
+    @property
+    def baselines_dir(self) -> Path:
+        """The folder of accepted baseline files (DESIGN 5.7): ``baselines:``, else ``baselines/``
+        beside evalkit.yaml (the working directory without one)."""
+        return self.root / (self.baselines or "baselines")
 
     @property
     def set_dirs(self) -> tuple[Path, ...]:

@@ -37,11 +37,12 @@ class Grader(Protocol):
 
 
 class CompletionCache(Protocol):
-    """Completions keyed by provider instance, alias, messages and params."""
+    """Completions keyed by provider instance, endpoint, alias, messages and params; ``put`` keeps
+    the endpoint identity beside the entry."""
 
     def get(self, key: str) -> Completion | None: ...
 
-    def put(self, key: str, completion: Completion) -> None: ...
+    def put(self, key: str, completion: Completion, endpoint: str | None = None) -> None: ...
 
 
 class Retriever(Protocol):

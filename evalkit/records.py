@@ -68,6 +68,23 @@ class Prompt:
     system: str | None = None  # None: inherit the set's; "": none
     params: Params = field(default_factory=dict)
     reference: str | None = None
+    critical: bool = False  # a failing critical prompt fails the gate (DESIGN 5.8)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Absolute minimums a run must reach whatever its baseline (DESIGN 5.8); exact decimals."""
+
+    min_pass_rate: Decimal | None = None
+    min_mean_score: Decimal | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        out = {}
+        if self.min_pass_rate is not None:
+            out["min_pass_rate"] = float(self.min_pass_rate)
+        if self.min_mean_score is not None:
+            out["min_mean_score"] = float(self.min_mean_score)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +98,7 @@ class PromptSet:
     params: Params = field(default_factory=dict)
     tolerances: Tolerances = field(default_factory=Tolerances)
     # Tolerances the file stated explicitly; the CLI's options win over them.
+    gate: Gate = field(default_factory=Gate)  # the set's own minimums; the CLI's options win
     kind: Literal["prompts"] = "prompts"
 
     def system_for(self, prompt: Prompt) -> str | None:
@@ -326,6 +344,65 @@ class PairedTest:
 
 
 @dataclass(frozen=True, slots=True)
+class Flips:
+    """Prompts whose outcome changed against the baseline, by id (DESIGN 5.7)."""
+
+    regressed: tuple[str, ...] = ()  # passed in the baseline, fail now
+    fixed: tuple[str, ...] = ()  # failed in the baseline, pass now
+    added: tuple[str, ...] = ()  # not in the baseline
+    removed: tuple[str, ...] = ()  # in the baseline, not in this run
+
+    def as_dict(self) -> dict[str, JsonValue]:
+        return {
+            "regressed": list(self.regressed),
+            "fixed": list(self.fixed),
+            "added": list(self.added),
+            "removed": list(self.removed),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Flips:
+        return cls(*(tuple(data.get(k) or ()) for k in ("regressed", "fixed", "added", "removed")))
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineEntry:
+    """One accepted baseline in a set's baseline file: a scope and what its run measured."""
+
+    provider: str
+    model: str
+    reported_model: str
+    grader: str
+    run_id: str
+    accepted_at: str
+    evalkit_version: str
+    set_fingerprint: str
+    prompt_count: int
+    passed_count: int
+    pass_rate: float
+    mean_score: float
+    items: Mapping[str, tuple[bool, float]]  # prompt id -> (passed, score)
+    repeats: int = 1
+
+    @property
+    def scope(self) -> tuple[str, str, str, str]:
+        return (self.provider, self.model, self.reported_model, self.grader)
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineFile:
+    """A set's baseline file (``baselines/<set id>.json``), as read."""
+
+    path: Path
+    set_id: str
+    entries: tuple[BaselineEntry, ...] = ()
+
+    def entry_for(self, provider: str, model: str, reported_model: str, grader: str) -> BaselineEntry | None:
+        wanted = (provider, model, reported_model, grader)
+        return next((e for e in self.entries if e.scope == wanted), None)
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     """The verdict against the baseline."""
 
@@ -338,6 +415,9 @@ class Comparison:
     treatment_changed: bool | None = None
     paired: PairedTest | None = None  # the paired test against the baseline, when one was run
     significance: float | None = None  # --significance ALPHA, when given
+    baseline_source: str | None = None  # file | db: where the baseline came from (DESIGN 5.2)
+    baseline_file: str | None = None  # the baseline file's path, when the source is a file
+    flips: Flips | None = None  # per-prompt flips against the baseline (DESIGN 5.7)
 
     def as_dict(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
@@ -354,6 +434,11 @@ class Comparison:
             out["paired_test"] = self.paired.as_dict()
         if self.significance is not None:
             out["significance"] = self.significance
+        if self.baseline_source is not None:
+            out["baseline_source"] = self.baseline_source
+            out["baseline_file"] = self.baseline_file
+        if self.flips is not None:
+            out["flips"] = self.flips.as_dict()
         return out
 
     @classmethod
@@ -370,6 +455,9 @@ class Comparison:
             treatment_changed=data.get("treatment_changed"),
             paired=PairedTest.from_dict(paired) if isinstance(paired, Mapping) else None,
             significance=data.get("significance"),
+            baseline_source=data.get("baseline_source"),
+            baseline_file=data.get("baseline_file"),
+            flips=Flips.from_dict(flips) if isinstance(flips := data.get("flips"), Mapping) else None,
         )
 
 
@@ -434,6 +522,7 @@ class RunResult:
     cost: float | None = None
     grader_cost: float | None = None
     repeats: int = 1
+    gate: Mapping[str, JsonValue] | None = None  # the gate block, once decided (evalkit.compare.gate_of)
     kind: Literal["prompts"] = "prompts"
 
     @classmethod
@@ -534,5 +623,6 @@ class RetrievalRunResult:
     set_name: str = ""
     set_path: str | None = None
     error_count: int = 0
+    gate: Mapping[str, JsonValue] | None = None  # the gate block, once decided (evalkit.compare.gate_of)
     kind: Literal["retrieval"] = "retrieval"
     grader: str = "retrieval_hit_rate"

@@ -79,10 +79,12 @@ def build_request(prompt_set: PromptSet, prompt: Prompt, alias: str) -> Completi
     )
 
 
-def cache_key(instance_id: str, request: CompletionRequest, repeat: int = 0) -> str:
-    """Completions are cached by provider instance, alias, messages and params (and repeat)."""
+def cache_key(instance_id: str, request: CompletionRequest, repeat: int = 0, *, endpoint: str | None = None) -> str:
+    """Completions are cached by provider instance, the endpoint it points at (``endpoint_identity``:
+    adapter and base URL, or the local model file's hash), alias, messages and params (and repeat)."""
     body: dict[str, Any] = {
         "provider": instance_id,
+        "endpoint": endpoint,
         "model": request.model,
         "messages": [[m.role, m.content] for m in request.messages],
         "params": dict(request.params),
@@ -110,6 +112,7 @@ class CachedProvider:
     provider: Provider
     cache: CompletionCache | None
     read_cache: bool = True
+    endpoint: str | None = None  # the instance's endpoint_identity: part of the key, kept beside it
 
     @property
     def instance_id(self) -> str:
@@ -122,14 +125,14 @@ class CachedProvider:
     async def complete(self, request: CompletionRequest, repeat: int = 0) -> Completion:
         if self.provider.adapter == "replay":  # answers by prompt id from a local file: nothing to cache
             return clean_completion(await self.provider.complete(request))
-        key = cache_key(self.provider.instance_id, request, repeat)
+        key = cache_key(self.provider.instance_id, request, repeat, endpoint=self.endpoint)
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
             if hit is not None:
                 return hit
         completion = clean_completion(await self.provider.complete(request))
         if self.cache is not None:
-            self.cache.put(key, completion)
+            self.cache.put(key, completion, self.endpoint)
         return completion
 
     async def aclose(self) -> None:
@@ -154,7 +157,9 @@ class Caller:
                 request if current == instance_id else replace(request, model=default_alias(self.pool.config(current)))
             )
             try:
-                provider = CachedProvider(self.pool.get(current), self.cache, self.read_cache)
+                provider = CachedProvider(
+                    self.pool.get(current), self.cache, self.read_cache, self.pool.endpoint(current)
+                )
                 return await provider.complete(attempt, repeat)
             except ProviderRefused:
                 raise

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from evalkit._version import __version__
-from evalkit.compare import BaselineRun, compare_run, gate_of, not_comparable_reason, paired_test
+from evalkit.compare import BaselineRun, compare_run, gate_of, not_comparable_reason, paired_test, per_item
 from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
 from evalkit.errors import InputError, RunsNotStored, StoreError
 from evalkit.protocols import Grader
-from evalkit.providers import ProviderPool, check_provider, default_alias
+from evalkit.providers import ProviderPool, check_provider, default_alias, endpoint_identity
 from evalkit.records import (
+    BaselineFile,
     Comparison,
+    Gate,
     ItemResult,
     PromptSet,
     QuestionSet,
@@ -65,6 +68,8 @@ class RunPlan:
     fail_on_regression: bool = False
     repeats: int = 1
     significance: float | None = None
+    gate_overrides: Mapping[str, Decimal] = field(default_factory=dict)  # --min-pass-rate, --min-mean-score
+    baselines: Mapping[str, BaselineFile] = field(default_factory=dict)  # set id -> its baseline file, read
 
     @property
     def provider(self) -> ProviderConfig:
@@ -91,6 +96,8 @@ def plan_run(
     fail_on_regression: bool = False,
     repeats: int = 1,
     significance: float | None = None,
+    gate_overrides: Mapping[str, Decimal] | None = None,
+    baselines: str | Path | None = None,
 ) -> RunPlan:
     requested = [provider] if isinstance(provider, str) or provider is None else list(dict.fromkeys(provider))
     if len(requested) > 1 and model:
@@ -108,6 +115,9 @@ def plan_run(
     if significance is not None and not 0 < significance < 1:
         raise InputError(f"--significance: must be a number between 0 and 1 (exclusive), got {significance!r}")
     judge_config = _judge(config, grader, judge)
+    if baselines is not None and not Path(baselines).is_dir():
+        raise InputError(f"--baselines {baselines}: no such folder; check the path (evalkit baseline accept writes it)")
+    baseline_files = _baseline_files(sets, Path(baselines) if baselines else config.baselines_dir)
     return RunPlan(
         sets=tuple(sets),
         config=config,
@@ -123,7 +133,22 @@ def plan_run(
         fail_on_regression=fail_on_regression,
         repeats=repeats,
         significance=significance,
+        gate_overrides=dict(gate_overrides or {}),
+        baselines=baseline_files,
     )
+
+
+def _baseline_files(sets: Sequence[PromptSet], folder: Path) -> dict[str, BaselineFile]:
+    """Each set's baseline file that exists, read and checked: a malformed one is exit 2 before
+    anything is called."""
+    from evalkit.sets.baselinefile import baseline_path, load_baseline_file
+
+    found = {}
+    for prompt_set in sets:
+        loaded = load_baseline_file(baseline_path(folder, prompt_set.id))
+        if loaded is not None:
+            found[prompt_set.id] = loaded
+    return found
 
 
 def _judge(config: Config, grader: str, judge: str | None) -> ProviderConfig | None:
@@ -168,7 +193,8 @@ def _make_grader(plan: RunPlan, pool: ProviderPool, cache: Any) -> Grader:
 
     if plan.judge is None or plan.judge_alias is None:
         return DeterministicGrader()
-    return DecisionGrader(CachedProvider(pool.get(plan.judge.id), cache, plan.read_cache), plan.judge_alias)
+    judge = CachedProvider(pool.get(plan.judge.id), cache, plan.read_cache, pool.endpoint(plan.judge.id))
+    return DecisionGrader(judge, plan.judge_alias)
 
 
 def execute_plan(
@@ -182,7 +208,7 @@ def execute_plan(
     opened costs no call (opening it alongside the calls was tried: bench/README.md, session 2)."""
     from evalkit.store import StoreCache
 
-    cache = StoreCache(plan.db) if plan.db is not None and plan.use_cache else None
+    cache = StoreCache(plan.db, plan.config.cache_ttl_days) if plan.db is not None and plan.use_cache else None
     if plan.db is not None:
         _prepare_database(plan, cache)
     try:
@@ -277,11 +303,13 @@ def _prepare_database(plan: RunPlan, cache: Any) -> None:
         if cache is None or not plan.read_cache:
             return
         aliases: dict[str, str] = {}
+        endpoints: dict[str, str] = {}
         for target in plan.targets:
             chain = _fallback_chain(plan.config, target.provider)
             aliases |= {target.provider.id: target.alias} | {c.id: default_alias(c) for c in chain[1:]}
+            endpoints |= {c.id: endpoint_identity(c) for c in chain}
         keys = [
-            cache_key(instance, build_request(s, p, alias), repeat)
+            cache_key(instance, build_request(s, p, alias), repeat, endpoint=endpoints[instance])
             for instance, alias in aliases.items()
             for s in plan.sets
             for p in s.prompts
@@ -306,7 +334,7 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
     from evalkit.store import Store
 
     if plan.db is None:
-        return [replace(run, comparison=_unstored_comparison(run)) for run in runs]
+        return [_gated(plan, replace(run, comparison=_unstored_comparison(run))) for run in runs]
     stored: list[RunResult] = []  # each run is its own transaction: the ones before a fault are kept
     try:
         with Store.open(plan.db) as store:
@@ -320,7 +348,12 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
         if cache is not None:
             cache.flush(wait_s=0.0)  # once more, without waiting: a busy database keeps them pending
         lost = [
-            replace(run, comparison=Comparison("not_compared", f"Not compared: the run could not be stored ({exc})."))
+            _gated(
+                plan,
+                replace(
+                    run, comparison=Comparison("not_compared", f"Not compared: the run could not be stored ({exc}).")
+                ),
+            )
             for run in runs[len(stored) :]
         ]
         unwritten = f"; {_answers(cache.unwritten)} were not cached" if cache is not None and cache.unwritten else ""
@@ -338,28 +371,82 @@ def _unstored_comparison(run: RunResult) -> Comparison:
 
 
 def _compare_and_save(plan: RunPlan, store: Any, run: RunResult) -> RunResult:
-    from evalkit.store import find_baseline, item_outcomes, save_run
+    from evalkit.store import save_run
 
-    baseline, paired = None, None
-    gen = run.generator
-    if gen is not None and gen.reported_model:
-        row = find_baseline(
-            store,
-            set_id=run.set_id,
-            provider=gen.provider,
-            model=gen.model,
-            reported_model=gen.reported_model,
-            grader=run.grader,
-        )
-        baseline = BaselineRun(**row) if row else None
+    baseline = _baseline(plan, store, run)
+    paired = None
     if baseline is not None and (plan.repeats > 1 or plan.significance is not None):
-        before = item_outcomes(store, baseline.run_id)
+        before = _baseline_outcomes(store, baseline)
         if before:
             paired = paired_test(before, [(i.id, i.passed, i.score) for i in run.items])
     comparison = compare_run(run, baseline, run.tolerances, paired, plan.significance)
-    run = replace(run, comparison=comparison)
-    save_run(store, run, plan.config.privacy, __version__, gate_of(comparison, plan.fail_on_regression))
+    run = _gated(plan, replace(run, comparison=comparison))
+    save_run(store, run, plan.config.privacy, __version__, run.gate)
     return run
+
+
+def _gated(plan: RunPlan, run: RunResult) -> RunResult:
+    """The run with its gate decided: the regression gate when asked, and the absolute gates."""
+    prompt_set = next(s for s in plan.sets if s.id == run.set_id)
+    minimums = Gate(
+        min_pass_rate=plan.gate_overrides.get("min_pass_rate", prompt_set.gate.min_pass_rate),
+        min_mean_score=plan.gate_overrides.get("min_mean_score", prompt_set.gate.min_mean_score),
+    )
+    critical = [p.id for p in prompt_set.prompts if p.critical]
+    return replace(run, gate=gate_of(run, plan.fail_on_regression, minimums, critical))
+
+
+def _baseline(plan: RunPlan, store: Any, run: RunResult) -> BaselineRun | None:
+    """The run's baseline: its scope's entry in the set's baseline file, else the newest
+    comparable run of its scope in the database (DESIGN 5.2)."""
+    from evalkit.store import find_baseline, item_outcomes
+
+    gen = run.generator
+    if gen is None or not gen.reported_model:
+        return None
+    baseline_file = plan.baselines.get(run.set_id)
+    entry = baseline_file.entry_for(gen.provider, gen.model, gen.reported_model, run.grader) if baseline_file else None
+    if baseline_file is not None and entry is not None:
+        return BaselineRun(
+            run_id=entry.run_id,
+            pass_rate=entry.pass_rate,
+            mean_score=entry.mean_score,
+            passed_count=entry.passed_count,
+            item_count=entry.prompt_count * entry.repeats,
+            set_fingerprint=entry.set_fingerprint,
+            source="file",
+            file=_shown_path(baseline_file.path),
+            items={i: (1.0 if passed else 0.0, score) for i, (passed, score) in entry.items.items()},
+        )
+    row = find_baseline(
+        store,
+        set_id=run.set_id,
+        provider=gen.provider,
+        model=gen.model,
+        reported_model=gen.reported_model,
+        grader=run.grader,
+    )
+    if row is None:
+        return None
+    outcomes = item_outcomes(store, row["run_id"])
+    return BaselineRun(**row, items=per_item(outcomes) if outcomes else None)
+
+
+def _shown_path(path: Path) -> str:
+    """A path as a user would type it: relative to the working directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _baseline_outcomes(store: Any, baseline: BaselineRun) -> list[tuple[str, bool, float]]:
+    """(id, passed, score) samples of the baseline for the paired test."""
+    from evalkit.store import item_outcomes
+
+    if baseline.source == "file":
+        return [(i, rate == 1.0, score) for i, (rate, score) in (baseline.items or {}).items()]
+    return item_outcomes(store, baseline.run_id)
 
 
 def load_prompt_sets(targets: Sequence[str], config: Config) -> list[PromptSet]:
@@ -462,16 +549,17 @@ def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
         )
     )
     if plan.db is None:
-        return replace(run, comparison=compare_retrieval(run, None, plan.tolerances))
+        unstored = replace(run, comparison=compare_retrieval(run, None, plan.tolerances))
+        return replace(unstored, gate=gate_of(unstored, plan.fail_on_regression))
     try:
         with Store.open(plan.db) as store:
             row = previous_retrieval(store, run.set_id, run.retriever)
             comparison = compare_retrieval(run, PreviousRetrieval(**row) if row else None, plan.tolerances)
             stored = replace(run, comparison=comparison)
-            save_retrieval_run(
-                store, stored, plan.config.privacy, __version__, gate_of(comparison, plan.fail_on_regression)
-            )
+            stored = replace(stored, gate=gate_of(stored, plan.fail_on_regression))
+            save_retrieval_run(store, stored, plan.config.privacy, __version__, stored.gate)
     except StoreError as exc:  # carried out: still reported (DESIGN 3)
         lost = replace(run, comparison=Comparison("unknown", f"Not compared: the run could not be stored ({exc})."))
+        lost = replace(lost, gate=gate_of(lost, plan.fail_on_regression))
         raise RunsNotStored(f"{exc}; the run was not stored", (lost,)) from None
     return stored

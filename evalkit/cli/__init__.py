@@ -28,13 +28,23 @@ class EvalkitGroup(click.Group):
             click.echo(f"Error: {printable(str(exc))}", err=True)  # it may quote an endpoint or a file
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:  # one line, like every other user error
-            hint = f" (see evalkit {exc.ctx.info_name} --help)" if exc.ctx is not None and exc.ctx.info_name else ""
+            hint = f" (see {_command_path(exc.ctx)} --help)" if exc.ctx is not None else ""
             click.echo(f"Error: {printable(exc.format_message())}{hint}", err=True)
             ctx.exit(2)
         except KeyboardInterrupt as exc:  # the core may say what was kept; by default nothing was stored
             kept = str(exc.args[0]) if exc.args else "nothing of this command was stored"
             click.echo(f"Interrupted: {kept}.", err=True)
             ctx.exit(130)
+
+
+def _command_path(ctx: click.Context) -> str:
+    """``evalkit cache clear``: the words a user typed to reach ``ctx``'s command, whatever the
+    program was called (click's own path begins with the invoked name)."""
+    words: list[str] = []
+    while ctx.parent is not None:
+        words.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(["evalkit", *words])
 
 
 @click.group(cls=EvalkitGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -44,9 +54,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from evalkit.cli import compare, history, init, models, retrieval, run, validate
+    from evalkit.cli import baseline, cache, compare, history, init, models, retrieval, run, validate
 
-    for module in (run, retrieval, validate, history, compare, models, init):
+    for module in (run, retrieval, validate, history, compare, models, init, baseline, cache):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -7,7 +7,7 @@ import sys
 import click
 
 from evalkit.cli.options import collector_paused, config_option, db_option, format_option, tolerance_overrides
-from evalkit.cli.run import check_writable, emit, exit_code
+from evalkit.cli.run import Outputs, check_writable, emit, exit_code
 from evalkit.errors import RunsNotStored
 from evalkit.report.text import printable
 
@@ -55,10 +55,10 @@ def retrieval_command(
     try:
         run = api.execute_retrieval(plan)
     except RunsNotStored as exc:  # carried out, then the database refused it: reported, exit 3
-        emit(exc.runs, fail_on_regression, fmt, output, junit)
+        emit(exc.runs, Outputs(fmt, output, junit))
         raise
-    emit([run], fail_on_regression, fmt, output, junit)
-    sys.exit(exit_code([run], fail_on_regression))
+    emit([run], Outputs(fmt, output, junit))
+    sys.exit(exit_code([run]))
 
 
 COMMANDS = [retrieval_command]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +25,9 @@ from evalkit.cli.options import (
 from evalkit.errors import RunsNotStored
 from evalkit.report.text import printable
 
+if TYPE_CHECKING:
+    from evalkit.cli.progress import ProgressHooks
+
 
 @click.command("run")
 @click.argument("targets", nargs=-1, required=True, metavar="SET...")
@@ -37,6 +41,16 @@ from evalkit.report.text import printable
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 on a regression or a run that cannot be compared.")
 @click.option("--max-pass-rate-drop", metavar="X", help="Tolerated pass-rate drop, 0..1 (default 0.1 or the set's).")
 @click.option("--max-mean-score-drop", metavar="X", help="Tolerated mean-score drop, 0..1 (default 0.1 or the set's).")
+@click.option(
+    "--min-pass-rate", metavar="X", help="Exit 1 when the pass rate is below X, 0..1 (default: the set's gate:)."
+)
+@click.option(
+    "--min-mean-score", metavar="X", help="Exit 1 when the mean score is below X, 0..1 (default: the set's gate:)."
+)
+@click.option(
+    "--baselines", metavar="DIR",
+    help="Folder of the accepted baseline files (default: baselines: in evalkit.yaml, else baselines/).",
+)  # fmt: skip
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
@@ -53,9 +67,13 @@ from evalkit.report.text import printable
 )  # fmt: skip
 @db_option
 @config_option
-@format_option("table", "json")
+@format_option("table", "json", "markdown")
 @click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE.")
 @click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
+@click.option(
+    "--markdown", type=click.Path(dir_okay=False), metavar="FILE",
+    help="Also write the report as markdown to FILE (a pull-request comment).",
+)  # fmt: skip
 def run_command(
     targets: tuple[str, ...],
     providers: tuple[str, ...],
@@ -65,6 +83,9 @@ def run_command(
     fail_on_regression: bool,
     max_pass_rate_drop: str | None,
     max_mean_score_drop: str | None,
+    min_pass_rate: str | None,
+    min_mean_score: str | None,
+    baselines: str | None,
     concurrency: int | None,
     no_cache: bool,
     repeats: int,
@@ -74,12 +95,15 @@ def run_command(
     fmt: str,
     output: str | None,
     junit: str | None,
+    markdown: str | None,
 ) -> None:
     """Run prompt sets (files, folders or set ids) against a model endpoint."""
     from evalkit import api
 
     overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
-    check_writable(output, junit)
+    minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
+    outputs = Outputs(fmt, output, junit, markdown)
+    check_writable(output, junit, markdown)
     grader_name = api.resolve_grader_name(grader, strict=True)
     with collector_paused():
         cfg = api.load_config(config)
@@ -88,21 +112,21 @@ def run_command(
             sets, cfg, provider=providers or None, model=model, grader=grader_name, judge=judge, db=db,
             use_cache=not no_cache, concurrency=concurrency, tolerance_overrides=overrides,
             fail_on_regression=fail_on_regression, repeats=repeats, significance=significance,
+            gate_overrides=minimums, baselines=baselines,
         )  # fmt: skip
     announce(plan)
-    total = sum(len(s.prompts) for s in plan.sets) * plan.repeats * len(plan.targets)
     try:
-        with progress_reporter(total) as (on_item, on_start):
+        with progress_reporter(plan.repeats * len(plan.targets)) as (on_item, on_start):
             runs = api.execute_plan(plan, progress=on_item, on_start=on_start)
     except RunsNotStored as exc:  # carried out, then the database refused them: reported, exit 3
-        emit(exc.runs, plan.fail_on_regression, fmt, output, junit)
+        emit(exc.runs, outputs)
         raise
     try:
-        emit(runs, plan.fail_on_regression, fmt, output, junit)
+        emit(runs, outputs)
     except KeyboardInterrupt:
         stored = f"the runs were stored ({', '.join(r.run_id for r in runs)})" if plan.db else "no run was stored"
         raise KeyboardInterrupt(f"{stored}; the report was cut short (evalkit show RUN_ID prints it again)") from None
-    sys.exit(exit_code(runs, plan.fail_on_regression))
+    sys.exit(exit_code(runs))
 
 
 def announce(plan: Any) -> None:
@@ -115,38 +139,35 @@ def announce(plan: Any) -> None:
         click.echo(f"Using {where}: {plan.provider.id}/{printable(plan.alias)}", err=True)
 
 
-@contextmanager
-def progress_reporter(total: int) -> Iterator[tuple[Callable[[Any], None], Callable[[Any], None]]]:
-    """A rich progress bar on a terminal; one plain line per set otherwise."""
-    if not fancy_progress():
+def progress_reporter(samples_per_prompt: int) -> AbstractContextManager[ProgressHooks]:
+    """A rich bar per set on a terminal; plain lines on stderr otherwise (DESIGN 5.9)."""
+    from evalkit.cli.progress import progress_reporter as reporter
 
-        def start_plain(prompt_set: Any) -> None:
-            click.echo(f"Running {prompt_set.id}: {len(prompt_set.prompts)} prompts", err=True)
-
-        yield (lambda item: None), start_plain
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=stderr_console(), transient=True,
-    ) as bar:  # fmt: skip
-        task = bar.add_task("running", total=total)
-
-        def start(prompt_set: Any) -> None:
-            bar.update(task, description=prompt_set.id)
-
-        yield (lambda item: bar.advance(task)), start
+    fancy = fancy_progress()
+    return reporter(samples_per_prompt, fancy=fancy, console=stderr_console() if fancy else None)
 
 
-def emit(runs: Sequence[Any], fail_on_regression: bool, fmt: str, output: str | None, junit: str | None) -> None:
-    from evalkit.compare import gate_of
+@dataclass(frozen=True, slots=True)
+class Outputs:
+    """Where a report goes: the format on stdout and the files asked for."""
+
+    fmt: str
+    output: str | None = None
+    junit: str | None = None
+    markdown: str | None = None
+
+
+def emit(runs: Sequence[Any], outputs: Outputs) -> None:
+    """The report of runs whose gate is decided (``run.gate``), on stdout and in the files."""
     from evalkit.report.jsonout import documents, envelope
 
-    gates = [gate_of(r.comparison, fail_on_regression) for r in runs]
-    envelopes = [envelope(r, g) for r, g in zip(runs, gates, strict=True)]
-    if fmt == "json":
+    envelopes = [envelope(r, r.gate) for r in runs]
+    if outputs.fmt == "json":
         click.echo(documents(envelopes))
+    elif outputs.fmt == "markdown":
+        from evalkit.report.markdown import runs_markdown
+
+        click.echo(runs_markdown(runs), nl=False)
     else:
         from evalkit.report.render import render_any, render_matrix
 
@@ -154,16 +175,20 @@ def emit(runs: Sequence[Any], fail_on_regression: bool, fmt: str, output: str | 
         side_by_side = len({r.set_id for r in runs}) < len(runs)
         if side_by_side:
             render_matrix(console, runs)
-        for index, (run, gate) in enumerate(zip(runs, gates, strict=True)):
+        for index, run in enumerate(runs):
             if index and not side_by_side:
                 console.print()
-            render_any(console, run, gate, compact=side_by_side)
-    if output:
-        write_output(Path(output), documents(envelopes) + "\n")
-    if junit:
+            render_any(console, run, run.gate, compact=side_by_side)
+    if outputs.output:
+        write_output(Path(outputs.output), documents(envelopes) + "\n")
+    if outputs.junit:
         from evalkit.report.junit import junit_xml
 
-        write_output(Path(junit), junit_xml(runs))
+        write_output(Path(outputs.junit), junit_xml(runs))
+    if outputs.markdown:
+        from evalkit.report.markdown import runs_markdown
+
+        write_output(Path(outputs.markdown), runs_markdown(runs))
 
 
 def check_writable(*paths: str | None) -> None:
@@ -194,13 +219,12 @@ def write_output(path: Path, text: str) -> None:
         raise RunError(f"{path}: cannot write ({exc.strerror}); the run itself was stored") from exc
 
 
-def exit_code(runs: Sequence[Any], fail_on_regression: bool) -> int:
-    """3 when items errored; 1 when a requested gate failed; else 0."""
-    from evalkit.compare import gate_passed
-
+def exit_code(runs: Sequence[Any]) -> int:
+    """3 when items errored; 1 when a gate failed (a requested regression gate, or an absolute
+    gate, which every run has); else 0."""
     if any(r.error_count for r in runs):
         return 3
-    if not all(gate_passed(r.comparison, fail_on_regression) for r in runs):
+    if not all(r.gate is None or r.gate["passed"] for r in runs):
         return 1
     return 0
 

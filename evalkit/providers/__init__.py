@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
-from evalkit.config import ProviderConfig
+from evalkit.config import ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL, ProviderConfig
 from evalkit.errors import InputError
 from evalkit.protocols import Provider
 
@@ -55,6 +55,31 @@ def check_provider(config: ProviderConfig) -> None:
         runtime_available()
 
 
+def endpoint_identity(config: ProviderConfig) -> str:
+    """What an instance's answers come from, for the completion cache's key (DESIGN 5.5): an HTTP
+    adapter and its base URL as it goes on the wire (host in IDNA, default port and trailing
+    slash dropped; any user:password@ is never sent, so never part of it), or the local model
+    file's content hash. Never a key or a header value."""
+    if config.adapter in ("openai", "anthropic"):
+        from evalkit.urls import Endpoint
+
+        default = OPENAI_DEFAULT_URL if config.adapter == "openai" else ANTHROPIC_DEFAULT_URL
+        try:
+            endpoint = Endpoint.parse(config.base_url or default)
+        except ValueError as exc:  # check_provider says so first; an API caller may not have asked it
+            raise InputError(
+                f"provider '{config.id}': base_url {config.base_url!r} is not a usable URL ({exc})"
+            ) from None
+        path, _, query = endpoint.target.partition("?")
+        url = f"{endpoint.scheme}://{endpoint.authority}{path.rstrip('/')}" + (f"?{query}" if query else "")
+        return f"{config.adapter} {url}"
+    if config.adapter == "local":
+        from evalkit.providers.local import model_file, model_hash
+
+        return f"local sha256:{model_hash(model_file(config))}"
+    return config.adapter  # replay: answers from a local file, never cached
+
+
 def default_alias(config: ProviderConfig) -> str:
     """The model alias sent when the CLI does not override it."""
     if config.model:
@@ -79,9 +104,16 @@ class ProviderPool:
         self._lookup = lookup
         self._factory = factory
         self._open: dict[str, Provider] = {}
+        self._endpoints: dict[str, str] = {}
 
     def config(self, instance_id: str) -> ProviderConfig:
         return self._lookup(instance_id)
+
+    def endpoint(self, instance_id: str) -> str:
+        """The instance's ``endpoint_identity``, worked out once per pool."""
+        if instance_id not in self._endpoints:
+            self._endpoints[instance_id] = endpoint_identity(self._lookup(instance_id))
+        return self._endpoints[instance_id]
 
     def get(self, instance_id: str) -> Provider:
         if instance_id not in self._open:

@@ -51,8 +51,8 @@ def model_file(config: ProviderConfig) -> Path:
     return path
 
 
-def model_id(path: Path) -> str:
-    """A stable, readable id for a model file: its name and a prefix of its SHA-256."""
+def model_hash(path: Path) -> str:
+    """The SHA-256 of a model file's content, read once per path, size and modification time."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _HASHES:
@@ -60,9 +60,14 @@ def model_id(path: Path) -> str:
         with path.open("rb") as fh:
             while chunk := fh.read(1 << 20):
                 digest.update(chunk)
-        _HASHES[key] = digest.hexdigest()[:12]
+        _HASHES[key] = digest.hexdigest()
+    return _HASHES[key]
+
+
+def model_id(path: Path) -> str:
+    """A stable, readable id for a model file: its name and a prefix of its SHA-256."""
     name = path.name.removesuffix(".gguf")
-    return f"{name}@{_HASHES[key]}"
+    return f"{name}@{model_hash(path)[:12]}"
 
 
 def runtime_available() -> None:

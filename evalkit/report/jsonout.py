@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalkit.records import Comparison, RetrievalRunResult, RunResult
+from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
 
 
 def item_json(run: RunResult) -> list[dict[str, Any]]:
@@ -31,7 +31,7 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
     return items
 
 
-def run_json(run: RunResult, gate: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_json(run: RunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The envelope ``evalkit run --format json`` prints for one prompt run."""
     gen = run.generator
     comparison = run.comparison or Comparison("not_compared", "Not compared: no store.")
@@ -48,6 +48,7 @@ def run_json(run: RunResult, gate: dict[str, Any] | None = None) -> dict[str, An
         "prompt_count": run.prompt_count,
         "passed_count": run.passed_count,
         "error_count": run.error_count,
+        "cached_count": sum(1 for i in run.items if i.cached),  # answers replayed from the cache (DESIGN 5.5)
         "pass_rate": run.pass_rate,
         "mean_score": run.mean_score,
         "usage": {"input_tokens": run.usage.input_tokens, "output_tokens": run.usage.output_tokens},
@@ -62,7 +63,7 @@ def run_json(run: RunResult, gate: dict[str, Any] | None = None) -> dict[str, An
         "tolerances": run.tolerances.as_dict(),
         "items": item_json(run),
         "comparison": comparison.as_dict(),
-        "gate": gate or {"fail_on_regression": False, "passed": True},
+        "gate": dict(gate) if gate else {"fail_on_regression": False, "passed": True, "failures": []},
     } | (_repeats(run) if run.repeats > 1 else {})
 
 
@@ -85,7 +86,7 @@ def documents(envelopes: Sequence[dict[str, Any]]) -> str:
     return dumps(envelopes[0] if len(envelopes) == 1 else list(envelopes))
 
 
-def retrieval_json(run: RetrievalRunResult, gate: dict[str, Any] | None = None) -> dict[str, Any]:
+def retrieval_json(run: RetrievalRunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The envelope ``evalkit retrieval --format json`` prints (DESIGN 3.2)."""
     comparison = run.comparison or Comparison("unknown", "Not compared: no store.")
     items = []
@@ -124,9 +125,33 @@ def retrieval_json(run: RetrievalRunResult, gate: dict[str, Any] | None = None) 
         "finished_at": run.finished_at,
         "items": items,
         "comparison": {"treatment_changed": None, **comparison.as_dict()},  # null: no earlier run looked at
-        "gate": gate or {"fail_on_regression": False, "passed": True},
+        "gate": dict(gate) if gate else {"fail_on_regression": False, "passed": True, "failures": []},
     }
 
 
-def envelope(run: RunResult | RetrievalRunResult, gate: dict[str, Any] | None = None) -> dict[str, Any]:
+def envelope(run: RunResult | RetrievalRunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return retrieval_json(run, gate) if isinstance(run, RetrievalRunResult) else run_json(run, gate)
+
+
+def baselines_json(files: Sequence[BaselineFile]) -> dict[str, Any]:
+    """``evalkit baseline show --format json``: every entry with its set and file."""
+    return {
+        "baselines": [
+            {
+                "set": f.set_id,
+                "file": str(f.path),
+                "provider": e.provider,
+                "model": e.model,
+                "reported_model": e.reported_model,
+                "grader": e.grader,
+                "run_id": e.run_id,
+                "accepted_at": e.accepted_at,
+                "prompt_count": e.prompt_count,
+                "passed_count": e.passed_count,
+                "pass_rate": e.pass_rate,
+                "mean_score": e.mean_score,
+            }
+            for f in files
+            for e in f.entries
+        ]
+    }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
 
@@ -38,24 +39,48 @@ def junit_xml(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
             timestamp=run.started_at,
         )
         props = ET.SubElement(suite, "properties")
+        comparison = run.comparison
+        flips = comparison.flips if comparison is not None else None
+        regressed = set(flips.regressed) if flips is not None else set()
         for name, value in (
             ("run_id", run.run_id),
             ("grader", run.grader),
             ("provider", run.provider),
             ("model", run.model),
+            ("baseline_run_id", comparison.baseline_run_id if comparison else None),
+            ("baseline_source", comparison.baseline_source if comparison else None),
+            ("fixed", ", ".join(flips.fixed) if flips else None),
         ):
-            ET.SubElement(props, "property", name=name, value=_clean(value))
+            if value:
+                ET.SubElement(props, "property", name=name, value=_clean(value))
         for item in run.items:
             name = item.id if run.repeats == 1 else f"{item.id} [repeat {item.repeat + 1}]"
             case = _testcase(suite, suite_name, name, item.latency_ms)
             if item.errored:
                 _outcome(case, "error", "ProviderError", item.error or "", item.error or "")
             elif not item.passed:
-                _outcome(
-                    case, "failure", "AssertionFailed", item.reason, f"{item.reason}\n\nanswer:\n{item.response or ''}"
-                )
+                kind, message = "AssertionFailed", item.reason
+                if item.id in regressed and comparison is not None:  # a flip: it passed in the baseline
+                    kind, message = (
+                        "Regressed",
+                        f"regressed: passed in baseline run {comparison.baseline_run_id}; {message}",
+                    )
+                _outcome(case, "failure", kind, message, f"{message}\n\nanswer:\n{item.response or ''}")
+        _gate_case(suite, suite_name, run.gate)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _gate_case(suite: ET.Element, classname: str, gate: Mapping[str, Any] | None) -> None:
+    """A failed gate as one more testcase, failing with each failure in words (a CI system's
+    test view then shows why the job failed even when every prompt passed)."""
+    failures = list((gate or {}).get("failures") or [])
+    if not failures:
+        return
+    case = _testcase(suite, classname, "gate", 0.0)
+    _outcome(case, "failure", "GateFailed", "; ".join(failures), "\n".join(failures))
+    for counter in ("tests", "failures"):
+        suite.set(counter, str(int(suite.get(counter) or 0) + 1))
 
 
 def _retrieval_suite(suites: ET.Element, run: RetrievalRunResult) -> None:

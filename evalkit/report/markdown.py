@@ -28,28 +28,99 @@ def _code(text: str) -> str:
 
 
 def run_markdown(run: RunResult) -> str:
+    """One run as a pull-request comment section: scope, verdict, rates against the baseline,
+    the gate's failures, the flipped prompts and the failing prompts with short reasons."""
     gen = run.generator
     served = (
         f"{gen.provider}/{_inline(gen.model)} (reported {_code(gen.reported_model or '')})"
         if gen
         else f"{run.provider}/{_inline(run.model)} (model unknown)"
     )
+    gate = run.gate or {}
+    failures = list(gate.get("failures") or [])
+    verdict = _verdict(run, failures)
     lines = [
-        f"### {run.set_id} · run `{run.run_id}`",
+        f"### {_inline(run.set_id)} · run `{run.run_id}`",
         "",
-        f"{served} · grader `{run.grader}`",
+        f"{verdict} · {served} · grader `{_inline(run.grader)}`",
         "",
-        f"**Pass rate {percent(run.pass_rate)}** ({run.passed_count}/{run.sample_count}) · mean score {run.mean_score:.3f} · errors {run.error_count}",
+        f"**Pass rate {percent(run.pass_rate)}** ({run.passed_count}/{run.sample_count}){_delta(run, 'pass')} · "
+        f"mean score {run.mean_score:.3f}{_delta(run, 'score')} · errors {run.error_count}" + _cached(run),
     ]
     if run.comparison is not None:
         lines += ["", f"> {_inline(run.comparison.reason)}"]
+    if failures:
+        lines += ["", "**Gate failed:**", *[f"- {_inline(f)}" for f in failures]]
+    lines += _flip_lines(run)
     failing = [i for i in run.items if not i.passed]
     if failing:
         lines += ["", "| prompt | result | score | reason |", "|---|---|---:|---|"]
-        for item in failing:
+        for item in failing[:MAX_ROWS]:
             result = "error" if item.errored else "fail"
             lines.append(f"| {_cell(item.id)} | {result} | {item.score:.2f} | {_cell(clip(item.reason, 160))} |")
+        if len(failing) > MAX_ROWS:
+            lines.append(f"| … {len(failing) - MAX_ROWS} more | | | |")
     return "\n".join(lines) + "\n"
+
+
+MAX_ROWS = 50
+
+
+def _verdict(run: RunResult, failures: list[str]) -> str:
+    """The run's verdict as an icon and a word or two."""
+    comparison = run.comparison
+    if failures:
+        return "❌ **gate failed**"
+    if comparison is not None and comparison.regressed:
+        return "⚠️ **regressed**"
+    if comparison is None or comparison.state == "not_compared":
+        return "⚠️ **not compared**"
+    return "✅ **baseline recorded**" if comparison.state == "baseline" else "✅ **no regression**"
+
+
+def _cached(run: RunResult) -> str:
+    cached = sum(1 for i in run.items if i.cached)
+    return f" · answers from the cache: {cached} of {len(run.items)}" if cached else ""
+
+
+def _delta(run: RunResult, which: str) -> str:
+    comparison = run.comparison
+    if comparison is None or comparison.state != "compared":
+        return ""
+    if which == "pass" and comparison.pass_rate_delta is not None:
+        return f" ({comparison.pass_rate_delta * 100:+.1f} pp against the baseline)"
+    if which == "score" and comparison.mean_score_delta is not None:
+        return f" ({comparison.mean_score_delta:+.3f})"
+    return ""
+
+
+def _flip_lines(run: RunResult) -> list[str]:
+    flips = run.comparison.flips if run.comparison is not None else None
+    if flips is None:
+        return []
+    lines = []
+    for label, ids in (
+        ("Regressed (passed in the baseline, fail now)", flips.regressed),
+        ("Fixed", flips.fixed),
+        ("Added since the baseline", flips.added),
+        ("Removed since the baseline", flips.removed),
+    ):
+        if ids:
+            shown = ", ".join(_code(i) for i in ids[:MAX_ROWS]) + (
+                f", … ({len(ids)} in all)" if len(ids) > MAX_ROWS else ""
+            )
+            lines.append(f"- **{label}:** {shown}")
+    return ["", *lines] if lines else []
+
+
+def runs_markdown(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
+    """``run --format markdown`` / ``--markdown FILE``: every run of the command, one section each."""
+    gated = [r for r in runs if r.gate is not None]
+    failed = sum(1 for r in gated if not (r.gate or {}).get("passed", True))
+    head = f"## evalkit: {len(runs)} run{'s' if len(runs) != 1 else ''}, " + (
+        f"gate failed for {failed}" if failed else "gate passed"
+    )
+    return "\n".join([head, "", *[any_markdown(r) for r in runs]])
 
 
 def history_markdown(set_id: str, rows: Sequence[dict[str, Any]]) -> str:

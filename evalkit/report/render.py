@@ -14,7 +14,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text as RichText
 
-from evalkit.records import Comparison, RetrievalRunResult, RunResult
+from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
 from evalkit.report.text import clip, comparison_lines, instance, percent, printable, sparkline
 
 MAX_LISTED = 100
@@ -102,7 +102,9 @@ def _repeat_table(run: RunResult) -> Table:
     return table
 
 
-def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = None, *, compact: bool = False) -> None:
+def render_run(
+    console: Console, run: RunResult, gate: Mapping[str, Any] | None = None, *, compact: bool = False
+) -> None:
     gen = run.generator
     served = (
         f"{gen.provider}/{gen.model} (reported {gen.reported_model})"
@@ -129,6 +131,8 @@ def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = N
         summary += f" · cost ${run.cost:.4f}"
     if run.grader_cost is not None:
         summary += f" · judge cost ${run.grader_cost:.4f}"
+    if run.items:  # a gate decided on replayed answers says so (DESIGN 5.5)
+        summary += f" · answers from the cache: {sum(1 for i in run.items if i.cached)} of {len(run.items)}"
     console.print(summary)
     if run.repeats > 1 and run.items:
         from evalkit.report.summary import repeat_summary
@@ -143,13 +147,41 @@ def render_run(console: Console, run: RunResult, gate: dict[str, Any] | None = N
     render_verdict(console, run.comparison, gate)
 
 
-def render_verdict(console: Console, comparison: Comparison | None, gate: dict[str, Any] | None) -> None:
-    """The comparison's verdict in words, and the gate when one was requested."""
+def render_verdict(console: Console, comparison: Comparison | None, gate: Mapping[str, Any] | None) -> None:
+    """The comparison's verdict in words, the prompts that flipped, and the gate: every failure
+    when it failed, a line when a requested regression gate or an absolute gate held."""
     if comparison is not None:
         console.print(Text(comparison.reason, style=verdict_style(comparison.state, comparison.regressed)))
-    if gate and gate.get("fail_on_regression"):
+        for line, style in flip_lines(comparison):
+            console.print(Text(line, style=style))
+    if not gate:
+        return
+    failures = list(gate.get("failures") or [])
+    if failures:
+        console.print(Text("Gate: FAILED", style="bold red"))
+        for failure in failures:
+            console.print(Text(f"  - {failure}", style="red"))
+    elif gate.get("fail_on_regression") or not gate.get("passed", True):
         passed = bool(gate.get("passed"))
         console.print(Text("Gate: passed" if passed else "Gate: FAILED", style="green" if passed else "bold red"))
+
+
+def flip_lines(comparison: Comparison) -> list[tuple[str, str]]:
+    """One line per kind of flip against the baseline, with its ids (the first MAX_LISTED)."""
+    flips = comparison.flips
+    if flips is None:
+        return []
+    lines = []
+    for label, ids, style in (
+        ("Regressed (passed in the baseline, fail now)", flips.regressed, "bold red"),
+        ("Fixed (failed in the baseline, pass now)", flips.fixed, "green"),
+        ("Added since the baseline", flips.added, "yellow"),
+        ("Removed since the baseline", flips.removed, "yellow"),
+    ):
+        if ids:
+            shown = ", ".join(ids[:MAX_LISTED]) + (f", … ({len(ids)} in all)" if len(ids) > MAX_LISTED else "")
+            lines.append((f"{label}: {shown}", style))
+    return lines
 
 
 def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]) -> None:
@@ -207,7 +239,7 @@ def _rates_table(title: str, rows: Mapping[str, Mapping[str, float | int]]) -> T
     return table
 
 
-def render_retrieval(console: Console, run: RetrievalRunResult, gate: dict[str, Any] | None = None) -> None:
+def render_retrieval(console: Console, run: RetrievalRunResult, gate: Mapping[str, Any] | None = None) -> None:
     console.print(Text.assemble((run.set_id, "bold"), f" · retriever {run.retriever} · run {run.run_id}"))
     table = Table(show_edge=False, header_style="bold", pad_edge=False)
     for name in ("question", "form", "hard class", "top-1", "top-3", "retrieved"):
@@ -246,7 +278,11 @@ def render_retrieval(console: Console, run: RetrievalRunResult, gate: dict[str, 
 
 
 def render_any(
-    console: Console, run: RunResult | RetrievalRunResult, gate: dict[str, Any] | None = None, *, compact: bool = False
+    console: Console,
+    run: RunResult | RetrievalRunResult,
+    gate: Mapping[str, Any] | None = None,
+    *,
+    compact: bool = False,
 ) -> None:
     if isinstance(run, RetrievalRunResult):
         render_retrieval(console, run, gate)
@@ -342,3 +378,21 @@ def _pass_cell(rate: float) -> Text:
     if rate in (0.0, 1.0):
         return Text("pass", style="green") if rate else Text("fail", style="red")
     return Text(percent(rate), style="yellow")
+
+
+def render_baselines(console: Console, files: Sequence[BaselineFile], set_id: str | None) -> None:
+    """``evalkit baseline show``: every accepted entry, per set."""
+    if not files:
+        console.print(f"No baseline file for {set_id}." if set_id else "No baseline files.")
+        return
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for name in ("set", "provider/model", "reported model", "grader", "run", "pass rate", "mean", "accepted"):
+        table.add_column(name, overflow="fold", justify="right" if name in ("pass rate", "mean") else "left")
+    for baseline_file in files:
+        for e in baseline_file.entries:
+            table.add_row(
+                baseline_file.set_id, instance(e.provider, e.model), e.reported_model, e.grader, e.run_id,
+                f"{percent(e.pass_rate)} ({e.passed_count}/{e.prompt_count * e.repeats})", f"{e.mean_score:.3f}",
+                e.accepted_at,
+            )  # fmt: skip
+    console.print(table)

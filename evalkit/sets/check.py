@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalkit.answers import read_answers
-from evalkit.config import CONFIG_NAME, find_config
+from evalkit.config import CONFIG_NAME, Config, find_config
 from evalkit.errors import InputError, Issue, SetError
+from evalkit.sets.baselinefile import load_baseline_file
 from evalkit.sets.configfile import build_config, config_issues
 from evalkit.sets.corpus import load_corpus
 from evalkit.sets.discovery import check_document, set_kind, yaml_files
@@ -24,7 +25,7 @@ class ValidationReport:
 
 
 def validate_paths(paths: Sequence[Path], config: str | None = None) -> ValidationReport:
-    """Check files and folders (default: the config file and its set folders)."""
+    """Check files and folders (default: the config file, its set folders and its baseline files)."""
     report = ValidationReport()
     targets, configs = list(paths), {p for p in paths if p.name == CONFIG_NAME}
     if targets and config is not None:  # a named config is checked with the named paths
@@ -34,12 +35,15 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
             configs.add(named)
     if not targets:
         config_path = find_config(config)
-        set_dirs = [Path("sets")]
+        set_dirs, baselines = [Path("sets")], Path("baselines")
         if config_path is not None:
             targets.append(config_path)
             configs.add(config_path)
-            set_dirs = _configured_set_dirs(config_path) or [config_path.parent / "sets"]
+            loaded = _configured(config_path)
+            set_dirs = list(loaded.set_dirs) if loaded else [config_path.parent / "sets"]
+            baselines = loaded.baselines_dir if loaded else config_path.parent / "baselines"
         targets += [d for d in set_dirs if d.is_dir()]
+        targets += sorted(baselines.glob("*.json")) if baselines.is_dir() else []
         if not targets:
             report.issues.append(Issue(".", 0, 0, "", "nothing to validate: no evalkit.yaml and no sets/ folder here"))
     files: list[Path] = []
@@ -56,6 +60,12 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
     seen_ids: dict[str, Path] = {}
     for file in dict.fromkeys(files):
         report.files += 1
+        if file.suffix == ".json":  # a baseline file (DESIGN 5.7)
+            try:
+                load_baseline_file(file)
+            except SetError as exc:
+                report.issues.extend(exc.issues)
+            continue
         if file.suffix == ".jsonl":  # a corpus or a replay answers file named on its own
             try:
                 read_answers(file) if _holds_answers(file) else load_corpus(file)
@@ -126,12 +136,12 @@ def _config_file_issues(doc: Document, file: Path) -> list[Issue]:
     return issues
 
 
-def _configured_set_dirs(config_path: Path) -> list[Path]:
-    """The config's set folders when it loads cleanly (its own issues are reported separately)."""
+def _configured(config_path: Path) -> Config | None:
+    """The config when it loads cleanly (its own issues are reported separately)."""
     try:
         doc = load_document(config_path)
     except SetError:
-        return []
+        return None
     if config_issues(doc):
-        return []
-    return list(build_config(doc, config_path).set_dirs)
+        return None
+    return build_config(doc, config_path)

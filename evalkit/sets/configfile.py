@@ -97,6 +97,8 @@ def build_config(doc: Document, path: Path) -> Config:
         default_provider=data.get("default_provider"),
         decision_provider=(data.get("decision") or {}).get("provider"),
         cache=data.get("cache", True),
+        cache_ttl_days=data.get("cache_ttl_days", 30),
+        baselines=Path(data["baselines"]) if "baselines" in data else None,
         providers=tuple(_provider(p, root) for p in data.get("providers", [])),
         retrievers=tuple(_retriever(r, root) for r in data.get("retrievers", [])),
     )

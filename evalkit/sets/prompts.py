@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import Issue
-from evalkit.records import Assertion, Prompt, PromptSet, Tolerances, parse_tolerance
+from evalkit.records import Assertion, Gate, Prompt, PromptSet, Tolerances, parse_tolerance
 from evalkit.sets.assertions import AssertionValueError, compile_json_schema, compile_regex
 from evalkit.sets.yamldoc import Document, duplicate_ids
 
@@ -23,6 +23,7 @@ def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int],
     compiled: dict[tuple[int, int], Any] = {}
     data = doc.data if isinstance(doc.data, dict) else {}
     issues.extend(tolerance_issues(doc, data, ("max_pass_rate_drop", "max_mean_score_drop")))
+    issues.extend(tolerance_issues(doc, data, ("min_pass_rate", "min_mean_score"), section="gate"))
     prompts = data.get("prompts")
     if not isinstance(prompts, list):
         return issues, compiled
@@ -57,14 +58,16 @@ def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int],
     return issues, compiled
 
 
-def tolerance_issues(doc: Document, data: dict[str, Any], names: tuple[str, ...]) -> list[Issue]:
-    """Tolerances the schema lets through that are still not finite numbers: NaN compares as
-    neither below 0 nor above 1. (The schema reports every other bad value itself.)"""
-    tolerances = data.get("tolerances")
+def tolerance_issues(
+    doc: Document, data: dict[str, Any], names: tuple[str, ...], section: str = "tolerances"
+) -> list[Issue]:
+    """Tolerances (or gate minimums) the schema lets through that are still not finite numbers:
+    NaN compares as neither below 0 nor above 1. (The schema reports every other bad value itself.)"""
+    tolerances = data.get(section)
     if not isinstance(tolerances, dict):
         return []
     return [
-        doc.issue(("tolerances", name), f"must be a finite number in 0..1, got {tolerances[name]!r}")
+        doc.issue((section, name), f"must be a finite number in 0..1, got {tolerances[name]!r}")
         for name in names
         if isinstance(tolerances.get(name), float) and math.isnan(tolerances[name])
     ]
@@ -88,9 +91,11 @@ def build_prompt_set(doc: Document, path: Path, compiled: dict[tuple[int, int], 
                 system=raw.get("system"),
                 params=dict(raw.get("params", {})),
                 reference=raw.get("reference"),
+                critical=bool(raw.get("critical", False)),
             )
         )
     tol = data.get("tolerances", {})
+    gate = data.get("gate", {})
     defaults = Tolerances()
     return PromptSet(
         id=data["id"],
@@ -103,5 +108,9 @@ def build_prompt_set(doc: Document, path: Path, compiled: dict[tuple[int, int], 
         tolerances=Tolerances(
             max_pass_rate_drop=parse_tolerance(tol.get("max_pass_rate_drop", defaults.max_pass_rate_drop)),
             max_mean_score_drop=parse_tolerance(tol.get("max_mean_score_drop", defaults.max_mean_score_drop)),
+        ),
+        gate=Gate(
+            min_pass_rate=parse_tolerance(gate["min_pass_rate"]) if "min_pass_rate" in gate else None,
+            min_mean_score=parse_tolerance(gate["min_mean_score"]) if "min_mean_score" in gate else None,
         ),
     )

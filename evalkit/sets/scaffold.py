@@ -1,4 +1,5 @@
-"""Templates written by ``evalkit init``: a config using the local model and an example set."""
+"""Templates written by ``evalkit init``: a config using the local model, an example set and the
+baselines folder with a note on how to fill it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ db: .evalkit/evalkit.duckdb     # run history (DuckDB); --db / EVALKIT_DB overri
 sets: [sets]                    # folders searched when a set is named by id
 privacy: metadata               # none | metadata | redacted | full
 retention_days: 90              # evalkit prune deletes runs older than this
+baselines: baselines            # accepted baselines, committed with the sets (evalkit baseline accept)
+cache_ttl_days: 30              # cached answers older than this are not replayed
 default_provider: local
 
 providers:
@@ -79,6 +82,28 @@ prompts:
 """
 
 
+BASELINES_NOTE = """\
+# Accepted baselines
+
+One JSON file per set (`<set id>.json`), written by `evalkit baseline accept`: for each scope
+(provider instance, model alias, reported model, grader) the accepted run's pass rate, mean
+score and per-prompt outcomes (ids only, never prompt or answer text).
+
+`evalkit run --fail-on-regression` compares every run with its scope's entry here before it
+looks at the database, so a fresh CI runner gates on what you committed.
+
+To fill it:
+
+    evalkit run sets/            # run the sets you want to gate on
+    evalkit baseline accept      # the latest run of every scope (or name RUN_IDs)
+    git add baselines/ && git commit -m "Accept evalkit baselines"
+
+Refresh a baseline the same way in the pull request that changes the answers; the reviewer
+sees the change of pass rate and the flipped prompts in the diff. `evalkit baseline show`
+lists the entries.
+"""
+
+
 def scaffold(root: Path, force: bool = False) -> list[tuple[Path, bool]]:
     """Write the templates under ``root``; existing files are kept unless ``force``.
 
@@ -89,7 +114,11 @@ def scaffold(root: Path, force: bool = False) -> list[tuple[Path, bool]]:
     for name in SCHEMA_FILES.values():
         shutil.copyfile(schema_dir() / name, schemas / name)
     written = []
-    for relative, text in (("evalkit.yaml", CONFIG_TEMPLATE), ("sets/example.yaml", EXAMPLE_SET)):
+    for relative, text in (
+        ("evalkit.yaml", CONFIG_TEMPLATE),
+        ("sets/example.yaml", EXAMPLE_SET),
+        ("baselines/README.md", BASELINES_NOTE),
+    ):
         path = root / relative
         if path.exists() and not force:
             written.append((path, False))

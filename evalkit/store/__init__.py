@@ -3,13 +3,15 @@
 duckdb is imported only inside this package, and only when a database is opened.
 """
 
-from evalkit.store.cache import StoreCache, prune_cache
+from evalkit.store.cache import StoreCache, clear_cache, prune_cache
 from evalkit.store.queries import (
     find_baseline,
     history,
     instance_quality,
     item_outcomes,
+    latest_per_scope,
     latest_run_id,
+    mark_accepted,
     prune_runs,
     run_summary,
     set_summaries,
@@ -21,13 +23,16 @@ from evalkit.store.store import Store
 __all__ = [
     "Store",
     "StoreCache",
+    "clear_cache",
     "find_baseline",
     "history",
     "instance_quality",
     "item_outcomes",
+    "latest_per_scope",
     "latest_run_id",
     "load_retrieval_run",
     "load_run",
+    "mark_accepted",
     "previous_retrieval",
     "prune_cache",
     "prune_runs",

@@ -3,7 +3,8 @@
 A run touches the database only briefly: the entries it may need are read in one query before
 it starts (``preload``), and fresh completions are buffered and written in bulk every few
 seconds and when the run ends or is interrupted (``flush``). A hit replays the original text,
-usage and serving record, marked ``cached``.
+usage and serving record, marked ``cached``. Entries older than the TTL (``cache_ttl_days``) are
+not read; the endpoint identity the key was made with is kept beside each entry.
 """
 
 from __future__ import annotations
@@ -21,27 +22,42 @@ from evalkit.store.store import Store, age_cutoff
 
 CACHE_COLUMNS = (
     "key", "provider", "model", "response", "serving", "input_tokens", "output_tokens", "latency_ms",
-    "adapter", "raw", "created_at",
+    "adapter", "raw", "created_at", "endpoint",
 )  # fmt: skip
 FLUSH_EVERY_S = 5.0
 FLUSH_EVERY_N = 2000
 
 
+Pending = dict[str, tuple[Completion, str | None]]  # key -> (completion, endpoint identity)
+
 CACHE_READ = "select key, response, serving, input_tokens, output_tokens, latency_ms, adapter, raw from cache"
 
 
-def read_entries(store: Store, keys: Iterable[str]) -> dict[str, Completion]:
+def read_entries(store: Store, keys: Iterable[str], ttl_days: int | None = None) -> dict[str, Completion]:
+    """The entries among ``keys``, leaving out those older than ``ttl_days``."""
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return {}
-    rows = store.con.execute(f"{CACHE_READ} where key in (select unnest($1))", [wanted]).fetchall()
+    rows = store.con.execute(
+        f"{CACHE_READ} where key in (select unnest($1)) and created_at >= $2", [wanted, _ttl_cutoff(ttl_days)]
+    ).fetchall()
     return _completions(rows)
 
 
-def read_instance_entries(store: Store, provider: str, model: str) -> dict[str, Completion]:
-    """Every entry of one instance and alias (for calls whose keys cannot be known ahead: a judge's)."""
-    rows = store.con.execute(f"{CACHE_READ} where provider = $1 and model = $2", [provider, model]).fetchall()
+def read_instance_entries(
+    store: Store, provider: str, model: str, ttl_days: int | None = None
+) -> dict[str, Completion]:
+    """Every entry of one instance and alias (for calls whose keys cannot be known ahead: a judge's),
+    leaving out those older than ``ttl_days``."""
+    rows = store.con.execute(
+        f"{CACHE_READ} where provider = $1 and model = $2 and created_at >= $3",
+        [provider, model, _ttl_cutoff(ttl_days)],
+    ).fetchall()
     return _completions(rows)
+
+
+def _ttl_cutoff(ttl_days: int | None) -> datetime:
+    return datetime.min if ttl_days is None else age_cutoff(ttl_days)
 
 
 def _completions(rows: list[tuple[Any, ...]]) -> dict[str, Completion]:
@@ -62,7 +78,7 @@ def _completions(rows: list[tuple[Any, ...]]) -> dict[str, Completion]:
     return found
 
 
-def write_entries(store: Store, entries: dict[str, Completion]) -> None:
+def write_entries(store: Store, entries: Pending) -> None:
     now = datetime.now(UTC).replace(tzinfo=None)
     rows = [
         (
@@ -77,8 +93,9 @@ def write_entries(store: Store, entries: dict[str, Completion]) -> None:
             c.adapter,
             json.dumps(dict(c.raw)) if c.raw else None,
             now,
+            endpoint,
         )
-        for key, c in entries.items()
+        for key, (c, endpoint) in entries.items()
     ]
     with store.transaction():
         store.insert_columns("cache", CACHE_COLUMNS, rows, replace=True)
@@ -91,24 +108,36 @@ def prune_cache(store: Store, older_than_days: int) -> int:
     return int(row[0]) if row else 0
 
 
-class StoreCache:
-    """Preloaded reads, buffered writes; ``flush`` is safe to call at any time."""
+def clear_cache(store: Store, older_than_days: int | None) -> int:
+    """Delete every cache entry (or those older than ``older_than_days``) in one transaction;
+    returns how many were deleted."""
+    where, args = ("where created_at < $1", [age_cutoff(older_than_days)]) if older_than_days is not None else ("", [])
+    with store.transaction():
+        row = store.con.execute(f"select count(*) from cache {where}", args).fetchone()
+        store.con.execute(f"delete from cache {where}", args)
+    return int(row[0]) if row else 0
 
-    def __init__(self, path: Path) -> None:
+
+class StoreCache:
+    """Preloaded reads, buffered writes; ``flush`` is safe to call at any time. Entries older than
+    ``ttl_days`` are not read (None: any age)."""
+
+    def __init__(self, path: Path, ttl_days: int | None = None) -> None:
         self.path = path
+        self.ttl_days = ttl_days
         self._entries: dict[str, Completion] = {}
-        self._pending: dict[str, Completion] = {}
+        self._pending: Pending = {}
         self._last_flush = time.monotonic()
 
     def preload(self, store: Store, keys: Iterable[str]) -> int:
         """Read every entry among ``keys`` from an open store; returns how many exist."""
-        found = read_entries(store, keys)
+        found = read_entries(store, keys, self.ttl_days)
         self._entries.update(found)
         return len(found)
 
     def preload_instance(self, store: Store, provider: str, model: str) -> int:
         """Read every entry of one instance and alias from an open store."""
-        entries = read_instance_entries(store, provider, model)
+        entries = read_instance_entries(store, provider, model, self.ttl_days)
         self._entries.update(entries)
         return len(entries)
 
@@ -120,8 +149,8 @@ class StoreCache:
     def get(self, key: str) -> Completion | None:
         return self._entries.get(key)
 
-    def put(self, key: str, completion: Completion) -> None:
-        self._pending[key] = completion
+    def put(self, key: str, completion: Completion, endpoint: str | None = None) -> None:
+        self._pending[key] = (completion, endpoint)
         self._entries[key] = Completion(
             completion.text, completion.serving, completion.usage, completion.latency_ms,
             completion.adapter, True, completion.raw,

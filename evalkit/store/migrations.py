@@ -97,6 +97,21 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         alter table results add column repeat_index integer default 0;
         """,
     ),
+    (
+        # DESIGN 5.2: a regressed run is a baseline only once it is accepted (evalkit baseline accept)
+        "m004_accepted_runs",
+        """
+        alter table runs add column accepted_at timestamp;
+        """,
+    ),
+    (
+        # DESIGN 5.5: the endpoint an instance pointed at is part of the cache key (older entries,
+        # keyed without it, are simply never hit) and is kept beside it for inspection
+        "m005_cache_endpoint",
+        """
+        alter table cache add column endpoint varchar;
+        """,
+    ),
 )
 
 MIGRATION_TABLE = "evalkit_migrations"

@@ -16,13 +16,15 @@ HISTORY_COLUMNS = (
 def find_baseline(
     store: Store, *, set_id: str, provider: str, model: str, reported_model: str, grader: str
 ) -> dict[str, Any] | None:
-    """The newest stored run of this scope with a verified generator and no errored items."""
+    """The newest stored run of this scope with a verified generator and no errored items that
+    did not itself regress, unless it was accepted (DESIGN 5.2: no ratchet)."""
     cursor = store.con.execute(
         """
         select run_id, pass_rate, mean_score, passed_count, item_count, set_fingerprint
         from runs
         where kind = 'prompts' and set_id = $1 and provider = $2 and model = $3 and reported_model = $4
           and grader = $5 and generator_provenance is not null and error_count = 0
+          and (regressed is not true or accepted_at is not null)
         order by started_at desc, run_id desc
         limit 1
         """,
@@ -33,6 +35,33 @@ def find_baseline(
         return None
     names = ("run_id", "pass_rate", "mean_score", "passed_count", "item_count", "set_fingerprint")
     return dict(zip(names, row, strict=True))
+
+
+def latest_per_scope(store: Store) -> list[str]:
+    """The newest prompt run of every scope (set, instance, alias, reported model, grader), by set."""
+    rows = store.con.execute(
+        """
+        select run_id from (
+            select run_id, set_id, provider, model, reported_model, grader, row_number() over (
+                partition by set_id, provider, model, reported_model, grader order by started_at desc, run_id desc
+            ) as recency
+            from runs where kind = 'prompts'
+        )
+        where recency = 1
+        order by set_id, provider, model, reported_model, grader
+        """
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def mark_accepted(store: Store, run_ids: list[str]) -> None:
+    """Mark runs accepted as baselines (DESIGN 5.2); a run accepted before keeps its first time."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with store.transaction() as con:
+        con.execute(
+            "update runs set accepted_at = $1 where run_id in (select unnest($2)) and accepted_at is null",
+            [now, run_ids],
+        )
 
 
 def history(

@@ -4,6 +4,7 @@ metrics, breakdowns, provenance and fingerprints kept on the run row."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from evalkit.records import Comparison, RetrievalItem, RetrievalRunResult, RetrievalTolerances
@@ -20,7 +21,9 @@ def _reason(item: RetrievalItem) -> str:
     return f"top-1 {'hit' if item.top1_hit else 'miss'}, top-3 {'hit' if item.top3_hit else 'miss'}"
 
 
-def save_retrieval_run(store: Store, run: RetrievalRunResult, level: str, version: str, gate: dict[str, Any]) -> None:
+def save_retrieval_run(
+    store: Store, run: RetrievalRunResult, level: str, version: str, gate: Mapping[str, Any] | None
+) -> None:
     comparison = run.comparison or Comparison("unknown", "not compared")
     metrics = {
         "metrics": dict(run.metrics),
@@ -30,7 +33,7 @@ def save_retrieval_run(store: Store, run: RetrievalRunResult, level: str, versio
         "left_out": run.left_out,
         "top1_hits": run.top1_hits,
         "top3_hits": run.top3_hits,
-        "gate": gate,
+        "gate": dict(gate) if gate is not None else None,
     }
     values = {
         "run_id": run.run_id, "kind": run.kind, "set_id": run.set_id, "set_name": run.set_name,

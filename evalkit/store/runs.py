@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -138,10 +139,10 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
     )
 
 
-def save_run(store: Store, run: RunResult, level: str, version: str, gate: dict[str, Any] | None = None) -> None:
+def save_run(store: Store, run: RunResult, level: str, version: str, gate: Mapping[str, Any] | None = None) -> None:
     """Write the run row and its item rows in one transaction."""
     metrics = {
-        "gate": gate,
+        "gate": dict(gate) if gate is not None else None,
         "requested_provider": run.provider,
         "requested_model": run.model,
         "grader_input_tokens": run.grader_usage.input_tokens,
@@ -220,6 +221,7 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         cost=row["cost"],
         grader_cost=metrics.get("grader_cost"),
         repeats=row["repeats"] or 1,
+        gate=metrics.get("gate"),
     )
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
 

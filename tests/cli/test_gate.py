@@ -64,7 +64,7 @@ def stored_runs(db: Path) -> int:
 def test_states_and_exit_codes(cli, project: FakeServer) -> None:
     result, doc = run_json(cli, "--fail-on-regression")
     assert (result.exit_code, doc["comparison"]["state"]) == (0, "baseline")
-    assert doc["gate"] == {"fail_on_regression": True, "passed": True}
+    assert doc["gate"] == {"fail_on_regression": True, "passed": True, "failures": []}
 
     project.wrong = {0}
     result, doc = run_json(cli, "--fail-on-regression")
@@ -74,7 +74,11 @@ def test_states_and_exit_codes(cli, project: FakeServer) -> None:
     project.wrong = {0, 1, 2, 3}
     result, doc = run_json(cli, "--fail-on-regression")
     assert (result.exit_code, doc["comparison"]["regressed"]) == (1, True)
-    assert doc["gate"] == {"fail_on_regression": True, "passed": False}
+    assert doc["gate"] == {
+        "fail_on_regression": True,
+        "passed": False,
+        "failures": [f"regression against the baseline (run {doc['comparison']['baseline_run_id']})"],
+    }
     assert doc["comparison"]["reason"].startswith(
         "Regression: pass rate dropped 30.0 pp, beyond the tolerance of 10.0 pp"
     )
@@ -84,7 +88,7 @@ def test_states_and_exit_codes(cli, project: FakeServer) -> None:
     project.wrong = {0, 1, 2, 3, 4, 5, 6}
     result, doc = run_json(cli)
     assert (result.exit_code, doc["comparison"]["regressed"]) == (0, True)
-    assert doc["gate"] == {"fail_on_regression": False, "passed": True}
+    assert doc["gate"] == {"fail_on_regression": False, "passed": True, "failures": []}
 
 
 def test_table_states_the_verdict_in_words(cli, project: FakeServer) -> None:

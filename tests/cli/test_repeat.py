@@ -238,7 +238,7 @@ def test_an_insignificant_drop_passes_the_gate_and_says_so(cli: Any, gate_projec
     )
     assert comparison["paired_test"]["pass_to_fail"] == 1
     assert comparison["paired_test"]["p_value"] == 1.0
-    assert doc["gate"] == {"fail_on_regression": True, "passed": True}
+    assert doc["gate"] == {"fail_on_regression": True, "passed": True, "failures": []}
 
 
 def test_a_significant_drop_fails_the_gate(cli: Any, gate_project: FakeServer) -> None:
@@ -253,7 +253,7 @@ def test_a_significant_drop_fails_the_gate(cli: Any, gate_project: FakeServer) -
     assert comparison["reason"].startswith("Regression: pass rate dropped 40.0 pp")
     assert "p = 0.008" in comparison["reason"]
     assert comparison["reason"].endswith("Significant at 0.05.")
-    assert doc["gate"] == {"fail_on_regression": True, "passed": False}
+    assert doc["gate"]["failures"] == [f"regression against the baseline (run {comparison['baseline_run_id']})"]
 
 
 def test_significance_in_the_table(cli: Any, gate_project: FakeServer) -> None:

@@ -251,13 +251,13 @@ SET_CASES: list[Any] = [
     case(
         "unknown_key",
         [
-            "tests/data/invalid/unknown_key.yaml:3:1: descripton: unknown key 'descripton' (expected one of: description, id, name, params, prompts, system, tolerances); did you mean 'description'?"
+            "tests/data/invalid/unknown_key.yaml:3:1: descripton: unknown key 'descripton' (expected one of: description, gate, id, name, params, prompts, system, tolerances); did you mean 'description'?"
         ],
     ),
     case(
         "unknown_prompt_key",
         [
-            "tests/data/invalid/unknown_prompt_key.yaml:6:5: prompts[0].referense: unknown key 'referense' (expected one of: assertions, id, params, prompt, reference, system); did you mean 'reference'?"
+            "tests/data/invalid/unknown_prompt_key.yaml:6:5: prompts[0].referense: unknown key 'referense' (expected one of: assertions, critical, id, params, prompt, reference, system); did you mean 'reference'?"
         ],
     ),
     case(
@@ -355,7 +355,7 @@ CONFIG_CASES: list[Any] = [
     case(
         "unknown_config_key",
         [
-            "tests/data/invalid/config/unknown_config_key.yaml:2:1: retension_days: unknown key 'retension_days' (expected one of: cache, db, decision, default_provider, privacy, providers, retention_days, retrievers, sets); did you mean 'retention_days'?"
+            "tests/data/invalid/config/unknown_config_key.yaml:2:1: retension_days: unknown key 'retension_days' (expected one of: baselines, cache, cache_ttl_days, db, decision, default_provider, privacy, providers, retention_days, retrievers, sets); did you mean 'retention_days'?"
         ],
     ),
     case(

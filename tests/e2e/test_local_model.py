@@ -129,6 +129,12 @@ def test_init_scaffold_runs_on_the_local_model(isolated: Path) -> None:
     doc = json.loads(result.stdout)
     assert doc["generator"]["provider"] == "local"
     assert doc["prompt_count"] == 3
+    assert "evalkit baseline accept" in (isolated / "baselines" / "README.md").read_text(encoding="utf-8")
+    accepted = evalkit("baseline", "accept", cwd=isolated)
+    assert accepted.returncode == 0, accepted.stderr
+    again = json.loads(evalkit("run", "sets/example.yaml", "--format", "json", cwd=isolated).stdout)
+    assert again["comparison"]["state"] == "compared"
+    assert (again["comparison"]["baseline_source"], again["comparison"]["baseline_run_id"]) == ("file", doc["run_id"])
 
 
 def test_server_binds_loopback_and_stops_when_closed() -> None:

@@ -468,7 +468,10 @@ def test_a_failed_decision_scores_zero_and_the_run_is_stored_as_failed(
     assert doc["grader"] == "decision:failed"
     assert doc["comparison"]["state"] == "not_compared"
     assert "every decision failed" in doc["comparison"]["reason"]
-    assert doc["gate"] == {"fail_on_regression": True, "passed": False}
+    assert doc["gate"]["passed"] is False
+    assert doc["gate"]["failures"] == [
+        "not compared with a baseline (every decision failed, so the run has no yardstick)"
+    ]
     assert stored_run(db_file, doc["run_id"]) == ("decision:failed", "not_compared")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
@@ -104,7 +105,7 @@ def test_envelope_has_the_design_keys(cli: Any, write_file: Any) -> None:
     assert doc["comparison"].keys() >= COMPARISON_KEYS
     assert doc["comparison"]["state"] == "baseline"
     assert doc["comparison"]["regressed"] is False
-    assert doc["gate"] == {"fail_on_regression": False, "passed": True}
+    assert doc["gate"] == {"fail_on_regression": False, "passed": True, "failures": []}
 
 
 def test_rates_are_full_precision(cli: Any, write_file: Any) -> None:
@@ -193,7 +194,8 @@ def test_unverified_generator_is_null_and_fails_the_gate(cli: Any, write_file: A
     assert result.exit_code == 1
     assert doc["generator"] is None
     assert doc["comparison"]["state"] == "not_compared"
-    assert doc["gate"] == {"fail_on_regression": True, "passed": False}
+    assert doc["gate"] == {"fail_on_regression": True, "passed": False, "failures": [ANY]}
+    assert doc["gate"]["failures"][0].startswith("not compared with a baseline (no single verified serving generator")
     assert doc["pass_rate"] == 0.6666666666666666  # the grades are kept
 
 
@@ -208,7 +210,7 @@ def test_second_run_is_compared_with_the_first(cli: Any, write_file: Any) -> Non
     assert comparison["baseline_run_id"] == first["run_id"]
     assert comparison["regressed"] is False
     assert (comparison["pass_rate_delta"], comparison["mean_score_delta"]) == (0.0, 0.0)
-    assert second["gate"] == {"fail_on_regression": True, "passed": True}
+    assert second["gate"] == {"fail_on_regression": True, "passed": True, "failures": []}
 
 
 def test_regression_is_reported_and_gated(cli: Any, write_file: Any) -> None:
@@ -225,7 +227,8 @@ def test_regression_is_reported_and_gated(cli: Any, write_file: Any) -> None:
     assert comparison["regressed"] is True
     assert comparison["baseline_run_id"] == first["run_id"]
     assert comparison["pass_rate_delta"] == pytest.approx(-2 / 3)
-    assert doc["gate"] == {"fail_on_regression": True, "passed": False}
+    assert doc["gate"]["failures"] == [f"regression against the baseline (run {first['run_id']})"]
+    assert doc["gate"]["passed"] is False
 
 
 def test_lone_surrogate_in_a_response_still_prints_json(cli: Any, write_file: Any) -> None:

@@ -165,7 +165,7 @@ def test_json_envelope(cli: Any, mixed: Search) -> None:
     ]  # fmt: skip
     assert doc["provenance"] == PROVENANCE
     assert doc["comparison"]["state"] == "baseline"
-    assert doc["gate"] == {"fail_on_regression": False, "passed": True}
+    assert doc["gate"] == {"fail_on_regression": False, "passed": True, "failures": []}
 
 
 def test_table_report(cli: Any, mixed: Search) -> None:
@@ -225,7 +225,7 @@ def test_states_and_exit_codes(cli: Any, ten: Search, write_file: Any, gate: boo
 
     first = retrieval(cli, *flag)
     assert (first.exit_code, first.doc["comparison"]["state"]) == (0, "baseline")
-    assert first.doc["gate"] == {"fail_on_regression": gate, "passed": True}
+    assert first.doc["gate"] == {"fail_on_regression": gate, "passed": True, "failures": []}
 
     ten.ranks[0] = 2  # 9/10 top-1: a drop of exactly the tolerance
     second = retrieval(cli, *flag)
@@ -245,7 +245,8 @@ def test_states_and_exit_codes(cli: Any, ten: Search, write_file: Any, gate: boo
     )
     assert comparison["pass_rate_delta"] == pytest.approx(-0.3)
     assert comparison["mean_score_delta"] == pytest.approx(-0.2)
-    assert third.doc["gate"] == {"fail_on_regression": gate, "passed": not gate}
+    failures = [f"regression against the baseline (run {comparison['baseline_run_id']})"] if gate else []
+    assert third.doc["gate"] == {"fail_on_regression": gate, "passed": not gate, "failures": failures}
 
     write_file("sets/ten.yaml", ten_questions().replace("expected: [doc9]", "expected: [doc9, doc19]"))
     fourth = retrieval(cli, *flag)
