@@ -6,7 +6,8 @@
   backtracking fails the assertion with a reason instead of hanging the run; the grader moves a
   search that outlives 10 ms off the event loop, so it does not hold up the calls in flight.
 - json_schema: the trimmed response parses as strict JSON (no NaN/Infinity, no code fences) and
-  validates against a Draft 2020-12 schema.
+  validates against a Draft 2020-12 schema (its patterns matched by the ``regex`` engine under a
+  time limit; it resolves references without retrieving anything).
 
 A prompt passes when every assertion holds; its score is the fraction that hold.
 """
@@ -85,6 +86,10 @@ def check_json_schema(validator: Any, response: str) -> AssertionResult:
         return AssertionResult("json_schema", False, f"json_schema: the schema cannot be applied ({exc})")
     except RecursionError:
         return AssertionResult("json_schema", False, "json_schema: the response is nested too deeply to validate")
+    except TimeoutError:  # a pattern of the schema outlived its time limit (the regex engine's)
+        return AssertionResult(
+            "json_schema", False, "json_schema: a pattern of the schema gave up (catastrophic backtracking?)"
+        )
     if error is None:
         return AssertionResult("json_schema", True)
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)

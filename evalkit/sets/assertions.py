@@ -3,6 +3,12 @@
 Compiling happens at load time so an invalid regex or JSON Schema is a load error (exit 2)
 rather than a failure discovered after paying for completions. The grader receives the
 compiled object on the ``Assertion`` record.
+
+Regexes compile with the ``regex`` engine only once ``regexshape`` has bounded what compiling
+them costs. A JSON Schema is checked against the Draft 2020-12 meta-schema (its ``pattern``s
+read by the same engine, with the same bounds), then every ``$ref`` / ``$dynamicRef`` at a
+schema position is resolved as validation will resolve it, against a registry that retrieves
+nothing; the validator gets that registry too, so no schema ever makes evalkit fetch a URL.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from evalkit.sets.regexshape import REGEX_MAX_DEPTH, REGEX_MAX_SIZE, SIZE_CAP, regex_shape
 
 REGEX_FLAGS = "imsxu"
 _DELIMITED = re.compile(r"\A/(.*)/([A-Za-z]*)\Z", re.DOTALL)
@@ -47,11 +55,44 @@ def compile_regex(source: str) -> CompiledRegex:
     for flag, value in (("i", regex.IGNORECASE), ("m", regex.MULTILINE), ("s", regex.DOTALL), ("x", regex.VERBOSE)):
         if flag in flags:
             bits |= value
+    return CompiledRegex(source, _compile_bounded(body, bits, source))
+
+
+def _compile_bounded(body: str, bits: int, written: str) -> Any:
+    """Compile with the ``regex`` engine once the pattern is known to compile in bounded memory
+    and stack: the engine unrolls each counted repeat's minimum (``a{10000000}`` takes 2.7 GB)
+    and parses nested groups recursively."""
+    import regex
+
+    shown = _clip(written)
+    size, depth = regex_shape(body, verbose=bool(bits & regex.VERBOSE))
+    if depth > REGEX_MAX_DEPTH:
+        raise AssertionValueError(
+            f"regex '{shown}' nests groups {depth} deep (at most {REGEX_MAX_DEPTH}); flatten the pattern"
+        )
+    if size > REGEX_MAX_SIZE:
+        raise AssertionValueError(
+            f"regex too large: '{shown}' expands to {'at least ' if size >= SIZE_CAP else ''}{size:,} items when "
+            f"compiled (at most {REGEX_MAX_SIZE:,}); lower the minimum counts of its {{m}} / {{m,n}} repeats, "
+            "which multiply when nested"
+        )
     try:
-        pattern = regex.compile(body, bits)
+        return regex.compile(body, bits)
     except regex.error as exc:
-        raise AssertionValueError(f"invalid regex '{source}': {exc}") from None
-    return CompiledRegex(source, pattern)
+        raise AssertionValueError(f"invalid regex '{shown}': {exc}") from None
+    except RecursionError:
+        raise AssertionValueError(f"regex '{shown}' is nested too deeply to compile; flatten the pattern") from None
+    except OverflowError as exc:
+        raise AssertionValueError(f"invalid regex '{shown}': {exc}") from None
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """``text`` for a one-line message: control characters escaped, cut at ``limit``."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def compile_json_schema(value: Any) -> Any:
@@ -72,50 +113,142 @@ def compile_json_schema(value: Any) -> Any:
 @functools.lru_cache(maxsize=1024)
 def _compiled_schema(canonical: str) -> Any:
     """Check and compile a schema once per distinct schema (sets often repeat one)."""
-    from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
+    from referencing import Registry
 
     schema = json.loads(canonical)
+    validator_class = _validator_class()
     try:
-        Draft202012Validator.check_schema(schema)
+        validator_class.check_schema(schema, format_checker=_format_checker())
+        if isinstance(schema, dict):
+            _strip_dialects(schema)
+            _check_refs(schema)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path)
-        raise AssertionValueError(f"invalid JSON Schema{' at ' + where if where else ''}: {exc.message}") from None
-    if isinstance(schema, dict):
-        _check_refs(schema)
-    return Draft202012Validator(schema)
+        reason = str(exc.cause) if isinstance(exc.cause, AssertionValueError) else exc.message
+        raise AssertionValueError(f"invalid JSON Schema{' at ' + where if where else ''}: {reason}") from None
+    except RecursionError:
+        raise AssertionValueError("invalid JSON Schema: nested too deeply to check; flatten it") from None
+    # An empty registry retrieves nothing: no schema makes evalkit fetch a URL while grading.
+    return validator_class(schema, registry=Registry())
 
 
-def _refs(node: Any) -> list[str]:
-    if isinstance(node, dict):
-        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
-        return found + [r for value in node.values() for r in _refs(value)]
-    if isinstance(node, list):
-        return [r for value in node for r in _refs(value)]
-    return []
+SCHEMA_PATTERN_TIMEOUT_S = 1.0
 
 
-def _nested_ids(node: Any, top: bool = True) -> bool:
-    if isinstance(node, dict):
-        return (not top and "$id" in node) or any(_nested_ids(v, False) for v in node.values())
-    return isinstance(node, list) and any(_nested_ids(v, False) for v in node)
+@functools.lru_cache(maxsize=4096)
+def schema_pattern(pattern: str) -> Any:
+    """A JSON Schema ``pattern`` compiled with the ``regex`` engine, which reads ECMA-262's Unicode
+    property escapes (``\\p{Letter}``) that Python's ``re`` refuses; bounded as regex assertions are."""
+    import regex
+
+    return _compile_bounded(pattern, regex.UNICODE, pattern)
+
+
+def _is_pattern(instance: object) -> bool:
+    if isinstance(instance, str):
+        schema_pattern(instance)  # raises AssertionValueError, which jsonschema keeps as the cause
+    return True
+
+
+@functools.cache
+def _format_checker() -> Any:
+    """Draft 2020-12's format checks for checking a schema, with ``regex`` read by the regex engine."""
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    checker = FormatChecker(formats=())
+    checker.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
+    checker.checks("regex", raises=AssertionValueError)(_is_pattern)
+    return checker
+
+
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 2020-12 with every keyword that matches a regex reading it with the regex engine."""
+    from jsonschema import Draft202012Validator, validators
+
+    from evalkit.sets import schemakeywords
+
+    extend: Any = validators.extend  # untyped in types-jsonschema
+    return extend(Draft202012Validator, schemakeywords.keywords(_search))
+
+
+def _search(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` matches somewhere in ``text``; TimeoutError past the time limit."""
+    return schema_pattern(pattern).search(text, timeout=SCHEMA_PATTERN_TIMEOUT_S) is not None
+
+
+def _schema_resources(schema: dict[str, Any]) -> list[Any]:
+    """Every subschema of ``schema`` at a schema position (data under enum, const, default or
+    examples is not one), as ``referencing`` resources of Draft 2020-12."""
+    import referencing.jsonschema
+
+    found = []
+    stack = [referencing.jsonschema.DRAFT202012.create_resource(schema)]
+    while stack:
+        resource = stack.pop()
+        found.append(resource)
+        stack.extend(resource.subresources())
+    return found
+
+
+def _strip_dialects(schema: dict[str, Any]) -> None:
+    """Remove every ``$schema`` from this private copy: evalkit evaluates Draft 2020-12 (the
+    meta-schema check has held the schema to it), and jsonschema would switch to another
+    validator class, without evalkit's keywords, wherever a subschema names a dialect."""
+    stripped = True
+    while stripped:  # $schema decides how a subresource is read: walk again once it is gone
+        stripped = False
+        for resource in _schema_resources(schema):
+            if isinstance(resource.contents, dict) and "$schema" in resource.contents:
+                del resource.contents["$schema"]
+                stripped = True
 
 
 def _check_refs(schema: dict[str, Any]) -> None:
-    """Every $ref must resolve inside the schema: nothing is fetched over the network."""
-    if _nested_ids(schema):  # nested base URIs: resolution is left to validation time
-        return
-    import referencing
+    """Every $ref and $dynamicRef at a schema position resolves within the schema (or to a
+    meta-schema) exactly as validation will resolve it, with a registry that retrieves nothing."""
     import referencing.jsonschema
+    from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
     from referencing.exceptions import Unresolvable
 
-    base = schema["$id"] if isinstance(schema.get("$id"), str) else "urn:evalkit:assertion-schema"
-    resource = referencing.jsonschema.DRAFT202012.create_resource(schema)
-    resolver = referencing.Registry().with_resource(base, resource).resolver(base_uri=base)
-    for ref in _refs(schema):
-        try:
-            resolver.lookup(ref)
-        except Unresolvable:
-            raise AssertionValueError(
-                f"invalid JSON Schema: $ref {ref!r} does not resolve within the schema (nothing is fetched)"
-            ) from None
+    in_document = {id(node) for node in _nodes(schema)}
+    root = referencing.jsonschema.DRAFT202012.create_resource(schema)
+    # (resource, its resolver, whether the resource's own $id still applies): as jsonschema
+    # descends, a subschema is resolved in its own base URI, the root and a $ref's target in theirs
+    stack = [(root, REGISTRY.resolver_with_root(root), False)]
+    seen: set[int] = set()
+    while stack:
+        resource, resolver, rebase = stack.pop()
+        if id(resource.contents) in seen:
+            continue
+        seen.add(id(resource.contents))
+        resolver = resolver.in_subresource(resource) if rebase else resolver
+        contents = resource.contents
+        for keyword in ("$ref", "$dynamicRef"):
+            ref = contents.get(keyword) if isinstance(contents, dict) else None
+            if not isinstance(ref, str):
+                continue
+            try:
+                resolved = resolver.lookup(ref)
+            except (Unresolvable, ValueError):
+                raise AssertionValueError(
+                    f"invalid JSON Schema: {keyword} '{_clip(ref)}' does not resolve within the schema "
+                    "(nothing is fetched)"
+                ) from None
+            if id(resolved.contents) in in_document:  # a target outside a schema position is read as one
+                target = referencing.jsonschema.DRAFT202012.create_resource(resolved.contents)
+                stack.append((target, resolved.resolver, False))
+        stack.extend((sub, resolver, True) for sub in resource.subresources())
+
+
+def _nodes(value: Any) -> list[Any]:
+    found, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
