@@ -406,7 +406,9 @@ def test_hanging_command_times_out_into_a_question_error(cli: Any, write_file: A
     write_file("sets/one.yaml", ONE_QUESTION)
     result = run(cli, "sets/one.yaml", retriever="slow")
     assert result.exit_code == 3
-    assert result.doc["items"][0]["error"] == "retriever 'slow': timed out after 0.3 s"
+    assert result.doc["items"][0]["error"] == (
+        "retriever 'slow': timed out after 0.3 s; the command and its children were ended"
+    )
 
 
 def test_command_without_declared_corpus_revision_is_unknown(cli: Any, write_file: Any) -> None:
@@ -430,6 +432,7 @@ def test_blank_lines_and_repeats_do_not_use_up_the_limit(cli: Any, write_file: A
     assert (pie["retrieved"], pie["top3_hit"]) == (["cake"], False)
 
 
+@pytest.mark.slow
 def test_a_retriever_without_a_model_revision_reads_as_a_dash_in_every_report(cli: Any, write_file: Any) -> None:
     command_project(write_file, ids={"apple pie": ["apple"]})
     for _ in range(2):
