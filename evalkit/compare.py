@@ -1,9 +1,13 @@
 """Regression verdicts: pure functions over a current run and its baseline.
 
-Rates are compared in exact decimal arithmetic. A rate is a ratio of small integers (passed /
-prompts) or a mean of such ratios; it is quantised to 12 decimal places, which keeps distinct
-rates distinct and makes equal drops equal: 8/10 -> 7/10 is a drop of exactly 0.1, which a
-tolerance of 0.1 accepts, and an identical re-run of 2/3 is a drop of exactly 0.
+Rates are compared exactly, as fractions, against the tolerance as written (a decimal): a pass
+rate or hit rate is the fraction of its counts (passed / samples), a mean score the exact mean of
+the per-prompt scores, each score taken as the decimal its float reads as (0.8 is 4/5, as the
+tolerance 0.8 is; the way a YAML tolerance is read, records.parse_tolerance). So 8/10 -> 7/10 is a
+drop of exactly 1/10, which a tolerance of 0.1 accepts; 3/3 -> 2/3 is a drop of 1/3, which a
+tolerance of 0.333333333333 does not; an identical re-run is a drop of exactly 0. Messages show
+as many digits as it takes for the shown drop to compare with the shown tolerance as the exact
+ones do.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from evalkit.records import (
     Tolerances,
 )
 
-QUANTUM = Decimal("1e-12")
 COMPARABLE_PREFIXES = ("deterministic", "decision:", "retrieval_hit_rate")
 
 
@@ -44,17 +47,41 @@ class BaselineRun:
     source: str = "db"  # db | file (DESIGN 5.2)
     file: str | None = None  # the baseline file, when the source is a file
     items: Mapping[str, tuple[float, float]] | None = None  # id -> (pass fraction, score); None: not kept
+    repeats: int = 1  # samples per prompt behind ``items``
 
 
-def exact_rate(value: float) -> Decimal:
-    """A stored or computed rate as an exact decimal (quantised, see the module docstring)."""
-    return Decimal(value).quantize(QUANTUM)
+def exact_ratio(numerator: int, denominator: int) -> Fraction:
+    """A rate of counts as an exact fraction (0 for no items)."""
+    return Fraction(numerator, denominator) if denominator else Fraction(0)
 
 
-def exact_ratio(numerator: int, denominator: int) -> Decimal:
-    if denominator == 0:
-        return Decimal(0).quantize(QUANTUM)
-    return (Decimal(numerator) / Decimal(denominator)).quantize(QUANTUM)
+def as_written(value: float) -> Fraction:
+    """A float score as the decimal it reads as (its shortest repr), exactly: 0.8 is four fifths,
+    as a tolerance of 0.8 is, so scores of 0.8 -> 0.7 drop by exactly 0.1."""
+    return Fraction(repr(float(value)))
+
+
+def exact_mean(values: Iterable[float]) -> Fraction:
+    """The exact mean of float values (each as written, see ``as_written``); 0 for none."""
+    fractions = [as_written(v) for v in values]
+    return sum(fractions, Fraction(0)) / len(fractions) if fractions else Fraction(0)
+
+
+def mean_scores(run: RunResult, baseline: BaselineRun) -> tuple[Fraction, Fraction]:
+    """(current, baseline) mean score, exactly: the mean of the per-prompt scores when the
+    baseline kept them, else the stored means as written (the same float formula on both sides,
+    so an identical re-run is still a drop of exactly 0)."""
+    if baseline.items is None or not run.items:
+        return as_written(run.mean_score), as_written(baseline.mean_score)
+    now = per_item((i.id, i.passed, i.score) for i in run.items)
+    return exact_mean(s for _, s in now.values()), exact_mean(s for _, s in baseline.items.values())
+
+
+def run_mean_score(run: RunResult) -> Fraction:
+    """A run's mean score, exactly (the mean of its per-prompt scores)."""
+    if not run.items:
+        return as_written(run.mean_score)
+    return exact_mean(s for _, s in per_item((i.id, i.passed, i.score) for i in run.items).values())
 
 
 def comparable_grader(grader: str) -> bool:
@@ -100,9 +127,52 @@ def generator_problem(run: RunResult) -> str:
     return f"answers came from {len(records)} different generators ({'; '.join(described)}), so the model is unknown"
 
 
-def pp(delta: Decimal) -> str:
-    """A rate delta in percentage points with a sign: ``+0.0 pp``, ``-30.0 pp``."""
-    return f"{float(delta) * 100:+.1f} pp"
+def fixed(value: Fraction, places: int) -> str:
+    """``value`` rounded (half to even) to ``places`` decimals, exactly: no float in between."""
+    scaled = round(value * 10**places)
+    sign = "-" if scaled < 0 else ""
+    whole, part = divmod(abs(scaled), 10**places)
+    return f"{sign}{whole}.{part:0{places}d}" if places else f"{sign}{whole}"
+
+
+def written(tolerance: Decimal, scale: int, places: int) -> str:
+    """A tolerance as written, scaled (to percentage points for rates), with every digit it has."""
+    value = tolerance * scale
+    exponent = value.normalize().as_tuple().exponent
+    digits = max(places, -exponent if isinstance(exponent, int) else 0)
+    return f"{value:.{digits}f}"
+
+
+def shown_against(value: Fraction, tolerance: Decimal, scale: int, places: int) -> str:
+    """``value`` (a drop, scaled) with the fewest decimals (at least ``places``) at which it
+    compares with the tolerance as the exact value does: a drop of 1/3 against 0.333333333333
+    reads 33.33333333333 pp, beyond 33.3333333333 pp, never 33.3 beyond 33.3."""
+    exact = value * scale
+    limit = Fraction(tolerance) * scale
+    relation = (exact > limit) - (exact < limit)
+    text = fixed(exact, places)
+    for digits in range(places, places + 60):
+        text = fixed(exact, digits)
+        shown = Fraction(Decimal(text))
+        if (shown > limit) - (shown < limit) == relation:
+            return text
+    return text
+
+
+def pp(delta: Fraction, tolerance: Decimal | None = None) -> str:
+    """A rate delta in percentage points with a sign: ``+0.0 pp``, ``-30.0 pp``; a drop shown
+    with enough digits not to look beyond (or within) ``tolerance`` when it is not."""
+    if delta >= 0:
+        return f"+{fixed(delta * 100, 1)} pp"
+    drop = fixed(-delta * 100, 1) if tolerance is None else shown_against(-delta, tolerance, 100, 1)
+    return f"-{drop} pp"
+
+
+def units(delta: Fraction, tolerance: Decimal) -> str:
+    """A mean-score delta with a sign and at least three decimals (see ``pp``)."""
+    if delta >= 0:
+        return "+" + fixed(delta, 3)
+    return "-" + shown_against(-delta, tolerance, 1, 3)
 
 
 def compare_run(
@@ -114,8 +184,12 @@ def compare_run(
 ) -> Comparison:
     """The verdict for a prompt run against its baseline (None: this run becomes the baseline).
 
-    With ``significance``, a drop beyond the tolerance is a regression only when the paired test
-    (``paired``) also finds it significant at that level; an insignificant drop is reported as such.
+    With ``significance`` (ALPHA), a drop beyond the tolerance is judged by the paired test
+    (``paired``), one-sided, since a regression gate asks whether the run got worse: significant
+    (p <= ALPHA), it stays a regression; not significant, it is reported as a drop that is not
+    significant, with the drop that would have been; where the changed items could not give a
+    p-value as small as ALPHA whatever they did, the test cannot decide and the tolerance verdict
+    stands.
     """
     verdict, breaches = _tolerance_verdict(run, baseline, tolerances)
     if verdict.state == "compared" and baseline is not None:
@@ -124,9 +198,8 @@ def compare_run(
         return verdict
     verdict = replace(verdict, paired=paired, significance=significance)
     if paired is not None:
-        verdict = replace(
-            verdict, reason=f"{verdict.reason} Paired test over {paired.paired} items: {paired.describe()}."
-        )
+        described = paired.describe(one_sided=significance is not None)
+        verdict = replace(verdict, reason=f"{verdict.reason} Paired test over {paired.paired} items: {described}.")
     if significance is None or not verdict.regressed:
         return verdict
     if paired is None or not paired.paired:
@@ -134,7 +207,6 @@ def compare_run(
         return replace(verdict, reason=f"{verdict.reason} ({why}: significance not tested.)")
     # Each breached tolerance is judged by its own paired test, and only where the paired items
     # dropped too: a drop that comes from other items, or a paired gain, is no evidence either way.
-    p_values = {"pass_rate": paired.p_value, "mean_score": paired.score_p_value}
     deltas = {"pass_rate": paired.pass_rate_delta, "mean_score": paired.mean_score_delta}
     untested = [b for b in breaches if deltas[b] >= 0]
     if untested:
@@ -143,15 +215,91 @@ def compare_run(
             verdict,
             reason=f"{verdict.reason} (The items in both runs did not drop in {shown}: significance not tested.)",
         )
-    if all(p_values[b] >= significance for b in breaches):
-        shown = "; ".join(f"{b.replace('_', ' ')} p = {format_p(p_values[b])}" for b in breaches)
+    assert baseline is not None  # a compared verdict has one
+    return _judged(verdict, breaches, paired, significance, _paired_differences(run, baseline, paired))
+
+
+_LABELS = {"pass_rate": "pass rate", "mean_score": "mean score"}
+
+
+def _judged(
+    verdict: Comparison,
+    breaches: list[str],
+    paired: PairedTest,
+    alpha: float,
+    differences: Mapping[str, list[float]],
+) -> Comparison:
+    """A regression verdict judged by the one-sided paired tests of its breached tolerances."""
+    tests = {
+        "pass_rate": (paired.drop_p_value, paired.drop_p_floor, paired.lost + paired.gained),
+        "mean_score": (paired.score_drop_p_value, paired.score_drop_p_floor, paired.score_changed),
+    }
+    significant = [b for b in breaches if tests[b][0] <= alpha]
+    if significant:
+        shown = "; ".join(f"{_LABELS[b]} {p_clause(tests[b][0], alpha)}" for b in significant)
+        return replace(verdict, reason=f"{verdict.reason} Significant at {alpha:g} ({shown}).")
+    undecided = [b for b in breaches if tests[b][1] > alpha]
+    if undecided:
+        shown = "; ".join(
+            f"{_LABELS[b]}: with {_count(tests[b][2], 'item')} changed, the smallest one-sided p any outcome "
+            f"could give is {format_p(tests[b][1], alpha)}"
+            for b in undecided
+        )
         return replace(
             verdict,
-            regressed=False,
-            reason=verdict.reason.replace("Regression:", "Drop not significant:", 1)
-            + f" Not a regression at significance {significance:g} ({shown}).",
+            reason=f"{verdict.reason} The paired test cannot decide at {alpha:g} ({shown}), so the tolerance "
+            "verdict stands.",
         )
-    return replace(verdict, reason=f"{verdict.reason} Significant at {significance:g}.")
+    shown = "; ".join(_not_significant(b, tests[b][0], paired, alpha, differences.get(b)) for b in breaches)
+    return replace(
+        verdict,
+        regressed=False,
+        reason=verdict.reason.replace("Regression:", "Drop not significant:", 1)
+        + f" The drop is not significant at {alpha:g} ({shown}).",
+    )
+
+
+def _not_significant(
+    breach: str, p_value: float, paired: PairedTest, alpha: float, differences: list[float] | None
+) -> str:
+    """``pass rate one-sided p = 0.500; a drop of at least 35.0 pp ... would have been significant``."""
+    text = f"{_LABELS[breach]} {p_clause(p_value, alpha)}"
+    need = None if differences is None else stats.detectable_drop(differences, alpha)
+    if need is None:
+        return text
+    if breach == "mean_score":
+        return (
+            f"{text}; with the same items changed, a mean-score drop of at least {need:.3f} would have been significant"
+        )
+    if paired.test == "McNemar exact":
+        changed = paired.lost + paired.gained
+        failing = round((need * paired.paired + changed) / 2)
+        return (
+            f"{text}; a drop of at least {need * 100:.1f} pp over the {paired.paired} paired items ({failing} of the "
+            f"{_count(changed, 'changed item')} failing now) would have been significant"
+        )
+    return f"{text}; with the same items changed, a drop of at least {need * 100:.1f} pp would have been significant"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _paired_differences(run: RunResult, baseline: BaselineRun, paired: PairedTest) -> dict[str, list[float]]:
+    """The per-item differences the paired test saw, as far as they can be known: from the
+    baseline's per-prompt outcomes, or (pass/fail only) from the McNemar counts."""
+    if baseline.items is not None:
+        now = per_item((i.id, i.passed, i.score) for i in run.items)
+        common = [i for i in baseline.items if i in now]
+        if len(common) == paired.paired:
+            return {
+                "pass_rate": [now[i][0] - baseline.items[i][0] for i in common],
+                "mean_score": [now[i][1] - baseline.items[i][1] for i in common],
+            }
+    if paired.test == "McNemar exact":
+        unchanged = paired.paired - paired.lost - paired.gained
+        return {"pass_rate": [-1.0] * paired.lost + [1.0] * paired.gained + [0.0] * unchanged}
+    return {}
 
 
 def _with_flips(verdict: Comparison, run: RunResult, baseline: BaselineRun) -> Comparison:
@@ -195,15 +343,20 @@ def _tolerance_verdict(
     pass_delta = exact_ratio(run.passed_count, run.sample_count) - exact_ratio(
         baseline.passed_count, baseline.item_count
     )
-    score_delta = exact_rate(run.mean_score) - exact_rate(baseline.mean_score)
+    score_now, score_before = mean_scores(run, baseline)
+    score_delta = score_now - score_before
+    pass_tolerance, score_tolerance = tolerances.max_pass_rate_drop, tolerances.max_mean_score_drop
     breaches, problems = _breaches(
-        ("pass_rate", "pass rate", pass_delta, tolerances.max_pass_rate_drop, True),
-        ("mean_score", "mean score", score_delta, tolerances.max_mean_score_drop, False),
+        ("pass_rate", "pass rate", pass_delta, pass_tolerance, True),
+        ("mean_score", "mean score", score_delta, score_tolerance, False),
     )
     if problems:
         text = "Regression: " + "; ".join(problems) + f" (against run {baseline.run_id})."
     else:
-        text = f"No regression: pass rate {pp(pass_delta)}, mean score {float(score_delta):+.3f} against run {baseline.run_id}."
+        text = (
+            f"No regression: pass rate {pp(pass_delta, pass_tolerance)}, "
+            f"mean score {units(score_delta, score_tolerance)} against run {baseline.run_id}."
+        )
     comparison = Comparison(
         "compared",
         text,
@@ -215,15 +368,18 @@ def _tolerance_verdict(
     return comparison, breaches
 
 
-def _breaches(*checks: tuple[str, str, Decimal, Decimal, bool]) -> tuple[list[str], list[str]]:
+def _breaches(*checks: tuple[str, str, Fraction, Decimal, bool]) -> tuple[list[str], list[str]]:
     """Names and sentences of the drops beyond their tolerance; a check is (name, label, delta,
-    tolerance, as_rate) where a rate is shown in percentage points and a score in units."""
+    tolerance, as_rate) where a rate is shown in percentage points and a score in units. The
+    exact drop is compared with the exact tolerance."""
     names, sentences = [], []
     for name, label, delta, tolerance, as_rate in checks:
-        if -delta > tolerance:
+        if -delta > Fraction(tolerance):
             names.append(name)
-            shown = (pp(-delta)[1:], pp(tolerance)[1:]) if as_rate else (f"{-delta:.3f}", f"{tolerance:.3f}")
-            sentences.append(f"{label} dropped {shown[0]}, beyond the tolerance of {shown[1]}")
+            scale, places, unit = (100, 1, " pp") if as_rate else (1, 3, "")
+            drop = shown_against(-delta, tolerance, scale, places)
+            limit = written(tolerance, scale, places)
+            sentences.append(f"{label} dropped {drop}{unit}, beyond the tolerance of {limit}{unit}")
     return names, sentences
 
 
@@ -261,10 +417,10 @@ def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] 
                 f"is below the minimum {minimums.min_pass_rate}"
             )
     if minimums.min_mean_score is not None:
-        score = exact_rate(run.mean_score)
+        score = run_mean_score(run)
         if score < minimums.min_mean_score:
             failures.append(
-                f"mean score {shown_below(Fraction(score), minimums.min_mean_score)} "
+                f"mean score {shown_below(score, minimums.min_mean_score)} "
                 f"is below the minimum {minimums.min_mean_score}"
             )
     wanted = set(critical)
@@ -364,7 +520,10 @@ def compare_retrieval(
     if problems:
         text = "Regression: " + "; ".join(problems) + f" (against run {previous.run_id})."
     else:
-        text = f"No regression: top-1 {pp(top1)}, top-3 {pp(top3)} against run {previous.run_id}."
+        text = (
+            f"No regression: top-1 {pp(top1, tolerances.max_top1_drop)}, "
+            f"top-3 {pp(top3, tolerances.max_top3_drop)} against run {previous.run_id}."
+        )
     changes = treatment_changes(previous.provenance, run.provenance)
     if changes:
         text += " Treatment changed: " + "; ".join(changes) + "."
@@ -397,8 +556,9 @@ def paired_test(
     """Pair two runs' items by id; test the pass-rate change and bound both deltas.
 
     One sample per item: exact McNemar on the pass/fail flips. Repeated samples: a sign-flip
-    permutation test on the per-item pass-rate differences. The 95% intervals are a seeded
-    paired bootstrap over items.
+    permutation test on the per-item pass-rate differences. Both two-sided (has it changed?) and
+    one-sided (has it dropped? what the regression gate asks), and likewise for the mean score.
+    The 95% intervals are a seeded paired bootstrap over items.
     """
     a, b = per_item(first), per_item(second)
     common = [i for i in a if i in b]
@@ -414,6 +574,7 @@ def paired_test(
         p_value, test = stats.sign_flip_p(pass_diff, seed), "sign-flip permutation"
     n = len(common)
     score_p = stats.sign_flip_p(score_diff, seed)
+    pass_drop, score_drop = stats.drop_test(pass_diff, seed), stats.drop_test(score_diff, seed)
     pass_ci = stats.bootstrap_mean_ci(pass_diff, seed=seed)
     score_ci = stats.bootstrap_mean_ci(score_diff, seed=seed)
     return PairedTest(
@@ -429,8 +590,27 @@ def paired_test(
         test=test,
         lost=lost,
         gained=gained,
+        drop_p_value=pass_drop.p_value,
+        drop_p_floor=pass_drop.floor,
+        score_drop_p_value=score_drop.p_value,
+        score_drop_p_floor=score_drop.floor,
+        score_changed=score_drop.changed,
     )
 
 
-def format_p(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+def p_clause(p: float, alpha: float) -> str:
+    """``one-sided p = 0.031`` or ``one-sided p < 0.001``."""
+    shown = format_p(p, alpha)
+    return f"one-sided p {shown}" if shown.startswith("<") else f"one-sided p = {shown}"
+
+
+def format_p(p: float, alpha: float | None = None) -> str:
+    """A p-value to three decimals, with more where three would put it on the wrong side of
+    ``alpha`` (a floor of 0.0500001 against 0.05 does not read 0.050)."""
+    if p < 0.001 and (alpha is None or alpha >= 0.001):
+        return "< 0.001"
+    for digits in range(3, 18):
+        text = f"{p:.{digits}g}" if p < 0.001 else f"{p:.{digits}f}"
+        if alpha is None or (float(text) <= alpha) == (p <= alpha):
+            return text
+    return repr(p)

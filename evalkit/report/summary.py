@@ -1,5 +1,17 @@
 """Summaries derived from a run's items: per-prompt outcomes over repeats (pass@N, pass^N, flaky)
-and the aggregate's confidence interval."""
+and the aggregate's confidence interval.
+
+With N samples per prompt, pass@N is the share of prompts that passed in at least one of their N
+samples and pass^N the share that passed in all N: the observed values, which are the unbiased
+estimates of "at least one of N attempts passes" and "all N attempts pass" for these prompts.
+
+The pass-rate interval is about this set's prompts asked again on the same generator: the
+expected share of passing samples (the mean, over these prompts, of each prompt's probability to
+pass). It is the Clopper-Pearson interval over all samples, exact for prompts of equal
+difficulty and conservative for prompts of different difficulty (a sum of trials with different
+probabilities is less spread than a binomial of the same mean); it never has zero width. It is
+not an interval for other prompts of the same kind: those would add the spread between prompts.
+"""
 
 from __future__ import annotations
 
@@ -66,7 +78,7 @@ def prompt_outcomes(run: RunResult) -> list[PromptOutcome]:
 class RepeatSummary:
     repeats: int
     prompts: tuple[PromptOutcome, ...]
-    pass_rate_ci: tuple[float, float]  # 95%, bootstrap over prompts and their samples
+    pass_rate_ci: tuple[float, float]  # 95%, Clopper-Pearson over every sample (the module docstring)
 
     @property
     def pass_at_n_rate(self) -> float:
@@ -93,5 +105,24 @@ class RepeatSummary:
 
 def repeat_summary(run: RunResult) -> RepeatSummary:
     outcomes = prompt_outcomes(run)
-    interval = stats.clustered_rate_ci([[float(s.passed) for s in p.samples] for p in outcomes])
+    samples = [s for p in outcomes for s in p.samples]
+    interval = stats.clopper_pearson(sum(1 for s in samples if s.passed), len(samples))
     return RepeatSummary(run.repeats, tuple(outcomes), (interval.low, interval.high))
+
+
+def cached_counts(run: RunResult) -> tuple[int, int | None]:
+    """(answers replayed from the cache, judge gradings replayed from it; None without a judge)."""
+    answers = sum(1 for i in run.items if i.cached)
+    if not run.grader.startswith("decision"):
+        return answers, None
+    return answers, sum(1 for i in run.items if i.grader_cached)
+
+
+def cache_note(run: RunResult) -> str:
+    """``answers from the cache: 2 of 3`` (and the judge's gradings), so that a gate decided on
+    replayed answers is visible (DESIGN 5.5); empty for a run without items."""
+    if not run.items:
+        return ""
+    answers, gradings = cached_counts(run)
+    note = f"answers from the cache: {answers} of {len(run.items)}"
+    return note + (f", judge gradings from the cache: {gradings} of {len(run.items)}" if gradings is not None else "")

@@ -158,6 +158,11 @@ def test_json_carries_deltas_paired_test_and_flips(cli: Any, pair: tuple[RunResu
         "mean_score_ci95": [score_ci.low, score_ci.high],
         "p_value": 1.0,
         "mean_score_p_value": stats.sign_flip_p(SCORE_DIFF),
+        "one_sided_p_value": 0.5,  # 2 pass->fail, 1 fail->pass: P(X >= 2 | 3)
+        "one_sided_p_floor": 0.125,
+        "mean_score_one_sided_p_value": stats.drop_test(SCORE_DIFF).p_value,
+        "mean_score_one_sided_p_floor": 0.0625,
+        "mean_score_changed": 4,
         "test": "McNemar exact",
         "pass_to_fail": 2,
         "fail_to_pass": 1,
@@ -188,9 +193,11 @@ def test_identical_runs_change_nothing(cli: Any, db_file: Path) -> None:
     store_runs(db_file, first, second)
     result = cli("compare", first.run_id, second.run_id)
     assert result.exit_code == 0
-    assert "pass rate +0.0 pp (95% CI +0.0 … +0.0), p = 1.000 (McNemar exact: 0 pass->fail, 0 fail->pass)" in (
+    assert "pass rate +0.0 pp (no paired item changed), p = 1.000 (McNemar exact: 0 pass->fail, 0 fail->pass)" in (
         result.stdout
     )
+    assert "mean score +0.000 (no paired item changed)" in result.stdout
+    assert "95% CI" not in result.stdout  # a bootstrap over unchanged items is a point, no interval
     assert result.stdout.rstrip().endswith("No item changed.")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 import pytest
+import scipy.stats
 
 from evalkit import stats
 from tests.conftest import write
@@ -77,9 +78,11 @@ def test_json_reports_pass_at_n_pass_all_and_flaky_per_prompt(cli: Any, project:
     assert doc["pass_at_n_rate"] == pytest.approx(2 / 3)
     assert doc["pass_all_rate"] == pytest.approx(1 / 3)
     assert doc["flaky_count"] == 1
-    # a 95% bootstrap interval over the prompts' pass rates, around the aggregate
-    interval = stats.bootstrap_mean_ci([1.0, 0.0, 2 / 3])
+    # the 95% Clopper-Pearson interval of this set's pass rate over its 9 samples, as scipy has it
+    interval = stats.clopper_pearson(5, 9)
     assert doc["pass_rate_ci95"] == [interval.low, interval.high]
+    exact = scipy.stats.binomtest(5, 9).proportion_ci(0.95, method="exact")
+    assert doc["pass_rate_ci95"] == [pytest.approx(exact.low, abs=1e-12), pytest.approx(exact.high, abs=1e-12)]
     assert interval.low < 5 / 9 < interval.high
     assert sorted((i["id"], i["repeat"]) for i in doc["items"]) == sorted((p, r) for p in PROMPTS for r in range(3))
 
@@ -96,7 +99,7 @@ def test_table_shows_the_repeat_columns_and_the_interval(cli: Any, project: Fake
         ["never", "no", "no", "0/3", "", "0.00", "contains 'right': not found"],
         ["flaky", "yes", "no", "2/3", "flaky", "0.67", "contains 'right': not found"],
     ]
-    interval = stats.bootstrap_mean_ci([1.0, 0.0, 2 / 3])
+    interval = stats.clopper_pearson(5, 9)
     assert (
         f"Over 3 repeats: pass rate 55.6% (95% CI {interval.low * 100:.1f}% … {interval.high * 100:.1f}%) · "
         "pass@3 66.7% · pass^3 33.3% · flaky prompts 1"
@@ -214,17 +217,18 @@ def gate_run(cli: Any, *args: str) -> tuple[Any, Any]:
 
 
 def test_an_insignificant_drop_passes_the_gate_and_says_so(cli: Any, gate_project: FakeServer) -> None:
-    assert gate_run(cli, *STRICT)[1]["comparison"]["state"] == "baseline"
-    # the control: one prompt lost, without --significance, fails the gate
-    gate_project.wrong = {0}  # type: ignore[attr-defined]
+    gate_project.wrong = {0, 1, 2}  # type: ignore[attr-defined]
+    assert gate_run(cli, *STRICT)[1]["comparison"]["state"] == "baseline"  # 17/20
+    # 16/20: four prompts lost, three gained. The control: without --significance, the gate fails
+    gate_project.wrong = {3, 4, 5, 6}  # type: ignore[attr-defined]
     result, doc = gate_run(cli, *STRICT)
     assert result.exit_code == 1
     assert doc["comparison"]["reason"].startswith("Regression: pass rate dropped 5.0 pp")
     assert "paired_test" not in doc["comparison"]
 
-    gate_project.wrong = set()  # type: ignore[attr-defined]
-    assert gate_run(cli, *STRICT)[0].exit_code == 0  # back to 20/20: the new baseline
-    gate_project.wrong = {0}  # type: ignore[attr-defined]
+    gate_project.wrong = {0, 1, 2}  # type: ignore[attr-defined]
+    assert gate_run(cli, *STRICT)[0].exit_code == 0  # back to 17/20: the new baseline
+    gate_project.wrong = {3, 4, 5, 6}  # type: ignore[attr-defined]
     result, doc = gate_run(cli, *STRICT, "--significance", "0.05")
     assert result.exit_code == 0
     comparison = doc["comparison"]
@@ -233,11 +237,15 @@ def test_an_insignificant_drop_passes_the_gate_and_says_so(cli: Any, gate_projec
         "Drop not significant: pass rate dropped 5.0 pp, beyond the tolerance of 0.0 pp"
     )
     assert "Paired test over 20 items: pass rate -5.0 pp (95% CI" in comparison["reason"]
+    # one-sided McNemar: P(X >= 4 | 7 changed) = 0.5; only 7 of 7 failing (p = 1/128) would do
     assert comparison["reason"].endswith(
-        "Not a regression at significance 0.05 (pass rate p = 1.000; mean score p = 1.000)."
+        "The drop is not significant at 0.05 (pass rate one-sided p = 0.500; a drop of at least 35.0 pp over "
+        "the 20 paired items (7 of the 7 changed items failing now) would have been significant; mean score one-sided "
+        "p = 0.500; with the same items changed, a mean-score drop of at least 0.350 would have been significant)."
     )
-    assert comparison["paired_test"]["pass_to_fail"] == 1
-    assert comparison["paired_test"]["p_value"] == 1.0
+    assert "not a regression" not in comparison["reason"].lower()
+    assert comparison["paired_test"]["pass_to_fail"] == 4
+    assert comparison["paired_test"]["one_sided_p_value"] == 0.5
     assert doc["gate"] == {"fail_on_regression": True, "passed": True, "failures": []}
 
 
@@ -248,23 +256,25 @@ def test_a_significant_drop_fails_the_gate(cli: Any, gate_project: FakeServer) -
     assert result.exit_code == 1
     comparison = doc["comparison"]
     assert comparison["regressed"] is True
-    # McNemar: 8 pass->fail, 0 fail->pass: p = 2 / 2**8
+    # McNemar: 8 pass->fail, 0 fail->pass: two-sided p = 2 / 2**8, one-sided (a drop) 1 / 2**8
     assert comparison["paired_test"]["p_value"] == pytest.approx(2 / 256)
+    assert comparison["paired_test"]["one_sided_p_value"] == pytest.approx(1 / 256)
     assert comparison["reason"].startswith("Regression: pass rate dropped 40.0 pp")
-    assert "p = 0.008" in comparison["reason"]
-    assert comparison["reason"].endswith("Significant at 0.05.")
+    assert "one-sided p = 0.004" in comparison["reason"]
+    assert comparison["reason"].endswith(
+        "Significant at 0.05 (pass rate one-sided p = 0.004; mean score one-sided p = 0.004)."
+    )
     assert doc["gate"]["failures"] == [f"regression against the baseline (run {comparison['baseline_run_id']})"]
 
 
 def test_significance_in_the_table(cli: Any, gate_project: FakeServer) -> None:
+    gate_project.wrong = {0, 1, 2}  # type: ignore[attr-defined]
     assert gate_run(cli, *STRICT)[0].exit_code == 0
-    gate_project.wrong = {3}  # type: ignore[attr-defined]
+    gate_project.wrong = {3, 4, 5, 6}  # type: ignore[attr-defined]
     result = cli("run", "sets/sig.yaml", *STRICT, "--significance", "0.05")
     assert result.exit_code == 0
     assert "Drop not significant: pass rate dropped 5.0 pp" in result.stdout
-    assert "Not a regression at significance 0.05 (pass rate p = 1.000; mean score p = 1.000)." in " ".join(
-        result.stdout.split()
-    )
+    assert "The drop is not significant at 0.05 (pass rate one-sided p = 0.500;" in " ".join(result.stdout.split())
     assert "Gate: passed" in result.stdout
 
 
