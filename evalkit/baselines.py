@@ -9,6 +9,7 @@ database, which makes it a baseline there too even when it regressed (no ratchet
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,8 @@ from evalkit.compare import not_comparable_reason, per_item
 from evalkit.config import Config, db_path
 from evalkit.errors import InputError
 from evalkit.records import BaselineEntry, BaselineFile, RunResult
+
+SET_ID = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +50,22 @@ def baselines_folder(config: Config, folder: str | Path | None = None) -> Path:
     return Path(folder) if folder else config.baselines_dir
 
 
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    """What ``accept_runs`` wrote, and (by default) the scopes whose latest run it passed over."""
+
+    accepted: tuple[Accepted, ...]
+    skipped: tuple[str, ...] = ()  # why, one sentence per scope
+
+
 def accept_runs(
     config: Config, run_ids: list[str], *, db: str | Path | None = None, folder: str | Path | None = None
-) -> list[Accepted]:
-    """Write each run (default: the newest run of every scope) into its set's baseline file and
-    mark it accepted. Every run is checked before any file is written: one that cannot be a
-    baseline is an InputError (exit 2) and nothing changes."""
-    from evalkit.sets.baselinefile import write_baseline
+) -> Acceptance:
+    """Write each run into its set's baseline file and mark it accepted. Named runs are checked
+    before any file is written: one that cannot be a baseline is an InputError (exit 2) and
+    nothing changes. By default the latest run of every scope is taken, and a scope whose latest
+    run cannot be a baseline is passed over (and said), never replaced by an older run."""
+    from evalkit.sets.baselinefile import baseline_path, load_baseline_file, write_baseline
     from evalkit.store import Store, latest_per_scope, load_run, mark_accepted, resolve_run_id
 
     path = db_path(config, db)
@@ -64,13 +76,23 @@ def accept_runs(
         ids = [resolve_run_id(store, r) for r in run_ids] if run_ids else latest_per_scope(store)
         if not ids:
             raise InputError(f"{path}: no prompt run is stored; run the sets first (evalkit run)")
-        loaded = [load_run(store, run_id) for run_id in dict.fromkeys(ids)]
-        runs = [_acceptable(run, meta) for run, meta in loaded]
+        runs, skipped = [], []
+        for run, meta in (load_run(store, run_id) for run_id in dict.fromkeys(ids)):
+            try:
+                runs.append(_acceptable(run, meta))
+            except InputError as exc:
+                if run_ids:
+                    raise
+                skipped.append(str(exc).split("; accept another run")[0])
+        if not runs:
+            raise InputError("no run to accept: " + "; ".join(skipped))
         _one_per_scope(runs)
+        for set_id in {run.set_id for run in runs}:  # a malformed file is refused before any is written
+            load_baseline_file(baseline_path(target, set_id))
         now = datetime.now(UTC).isoformat(timespec="seconds")
         accepted = [Accepted(run, write_baseline(target, run.set_id, entry_of(run, now))) for run in runs]
         mark_accepted(store, [a.run.run_id for a in accepted])
-    return accepted
+    return Acceptance(tuple(accepted), tuple(skipped))
 
 
 def _acceptable(run: RunResult, meta: dict[str, Any]) -> RunResult:
@@ -121,7 +143,7 @@ def entry_of(run: RunResult, accepted_at: str) -> BaselineEntry:
         passed_count=run.passed_count,
         pass_rate=run.pass_rate,
         mean_score=run.mean_score,
-        items={i: (rate == 1.0, score) for i, (rate, score) in outcomes.items()},
+        items=outcomes,
         repeats=run.repeats,
     )
 
@@ -131,6 +153,8 @@ def baseline_files(config: Config, set_id: str | None = None, folder: str | Path
     from evalkit.sets.baselinefile import baseline_path, load_baseline_file
 
     target = baselines_folder(config, folder)
+    if set_id is not None and not SET_ID.fullmatch(set_id):
+        raise InputError(f"'{set_id}' is not a set id (lowercase letters, digits and _ in dot-separated parts)")
     if folder is not None and not target.is_dir():
         raise InputError(f"--baselines {folder}: no such folder; check the path (evalkit baseline accept writes it)")
     if set_id is not None:

@@ -34,9 +34,12 @@ def accept_command(
     from evalkit import api
     from evalkit.report.jsonout import dumps
 
-    accepted = api.accept_baselines(api.load_config(config), list(run_ids), db=db, baselines=baselines)
+    result = api.accept_baselines(api.load_config(config), list(run_ids), db=db, baselines=baselines)
+    accepted = result.accepted
+    for reason in result.skipped:
+        click.echo(f"Skipped: {printable(reason)}", err=True)
     if fmt == "json":
-        click.echo(dumps({"accepted": [a.as_dict() for a in accepted]}))
+        click.echo(dumps({"accepted": [a.as_dict() for a in accepted], "skipped": list(result.skipped)}))
         return
     for a in accepted:
         entry = a.as_dict()

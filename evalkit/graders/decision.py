@@ -187,7 +187,7 @@ class DecisionGrader:
                 usage = usage + completion.usage
             grade = self._judged(completion)
             if grade is not None:
-                return replace(grade, usage=usage)
+                return replace(grade, usage=usage, cached=completion.cached)
             problems.append(f"unparseable judge answer {excerpt(completion.text, 80, flatten=True)}")
         reason = "Decision failed: " + "; retry: ".join(problems)
         return Grade(False, 0.0, reason, yardstick=None, usage=usage)  # no yardstick: nothing measured it

@@ -7,6 +7,7 @@ item needs it) and closes every one it opened, also on errors and Ctrl-C.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Callable
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL, ProviderConfig
@@ -71,12 +72,15 @@ def endpoint_identity(config: ProviderConfig) -> str:
                 f"provider '{config.id}': base_url {config.base_url!r} is not a usable URL ({exc})"
             ) from None
         path, _, query = endpoint.target.partition("?")
-        url = f"{endpoint.scheme}://{endpoint.authority}{path.rstrip('/')}" + (f"?{query}" if query else "")
-        return f"{config.adapter} {url}"
+        # a query may carry a key (?key=...): it is part of the identity, hashed, never kept as text
+        hashed = f"?sha256:{hashlib.sha256(query.encode()).hexdigest()[:16]}" if query else ""
+        return f"{config.adapter} {endpoint.scheme}://{endpoint.authority}{path.rstrip('/')}{hashed}"
     if config.adapter == "local":
         from evalkit.providers.local import model_file, model_hash
 
-        return f"local sha256:{model_hash(model_file(config))}"
+        # the instance's sampling settings shape its answers as much as the file does
+        settings = f"temperature={config.temperature:g} seed={config.seed} n_ctx={config.n_ctx}"
+        return f"local sha256:{model_hash(model_file(config))} {settings}"
     return config.adapter  # replay: answers from a local file, never cached
 
 

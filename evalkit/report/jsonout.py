@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
+from evalkit.report.summary import cached_counts
 
 
 def item_json(run: RunResult) -> list[dict[str, Any]]:
@@ -35,36 +36,45 @@ def run_json(run: RunResult, gate: Mapping[str, Any] | None = None) -> dict[str,
     """The envelope ``evalkit run --format json`` prints for one prompt run."""
     gen = run.generator
     comparison = run.comparison or Comparison("not_compared", "Not compared: no store.")
-    return {
-        "run_id": run.run_id,
-        "set": run.set_id,
-        "kind": run.kind,
-        "grader": run.grader,
-        "generator": {"provider": gen.provider, "model": gen.model, "reported_model": gen.reported_model}
-        if gen
-        else None,
-        "provider": run.provider,
-        "model": run.model,
-        "prompt_count": run.prompt_count,
-        "passed_count": run.passed_count,
-        "error_count": run.error_count,
-        "cached_count": sum(1 for i in run.items if i.cached),  # answers replayed from the cache (DESIGN 5.5)
-        "pass_rate": run.pass_rate,
-        "mean_score": run.mean_score,
-        "usage": {"input_tokens": run.usage.input_tokens, "output_tokens": run.usage.output_tokens},
-        "grader_usage": {
-            "input_tokens": run.grader_usage.input_tokens,
-            "output_tokens": run.grader_usage.output_tokens,
-        },
-        "cost": run.cost,
-        "grader_cost": run.grader_cost,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "tolerances": run.tolerances.as_dict(),
-        "items": item_json(run),
-        "comparison": comparison.as_dict(),
-        "gate": dict(gate) if gate else {"fail_on_regression": False, "passed": True, "failures": []},
-    } | (_repeats(run) if run.repeats > 1 else {})
+    return (
+        {
+            "run_id": run.run_id,
+            "set": run.set_id,
+            "kind": run.kind,
+            "grader": run.grader,
+            "generator": {"provider": gen.provider, "model": gen.model, "reported_model": gen.reported_model}
+            if gen
+            else None,
+            "provider": run.provider,
+            "model": run.model,
+            "prompt_count": run.prompt_count,
+            "passed_count": run.passed_count,
+            "error_count": run.error_count,
+            "cached_count": cached_counts(run)[0],  # answers replayed from the cache (DESIGN 5.5)
+            "pass_rate": run.pass_rate,
+            "mean_score": run.mean_score,
+            "usage": {"input_tokens": run.usage.input_tokens, "output_tokens": run.usage.output_tokens},
+            "grader_usage": {
+                "input_tokens": run.grader_usage.input_tokens,
+                "output_tokens": run.grader_usage.output_tokens,
+            },
+            "cost": run.cost,
+            "grader_cost": run.grader_cost,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "tolerances": run.tolerances.as_dict(),
+            "items": item_json(run),
+            "comparison": comparison.as_dict(),
+            "gate": dict(gate) if gate else {"fail_on_regression": False, "passed": True, "failures": []},
+        }
+        | (_repeats(run) if run.repeats > 1 else {})
+        | _judge_cached(run)
+    )
+
+
+def _judge_cached(run: RunResult) -> dict[str, Any]:
+    gradings = cached_counts(run)[1]
+    return {} if gradings is None else {"judge_cached_count": gradings}
 
 
 def _repeats(run: RunResult) -> dict[str, Any]:

@@ -9,20 +9,30 @@ from typing import Any
 from evalkit.records import RetrievalRunResult, RunResult
 from evalkit.report.text import clip, instance, percent, printable, sparkline
 
+_MARKUP = re.compile(r"([\\`*_\[\]!~|])")  # what makes inline markup: links and images need [ ]
+
+
+def _one_line(text: str) -> str:
+    """Every line break a space (CR included), terminal controls as escapes."""
+    return printable(" ".join(text.split()))
+
 
 def _inline(text: str) -> str:
-    """Data on one markdown line: every line break a space (CR included), no HTML (a ``<!--``
-    in an answer would hide the rest of a comment), terminal controls as escapes."""
-    return printable(" ".join(text.split())).replace("&", "&amp;").replace("<", "&lt;")
+    """Data as plain text on one markdown line: no HTML (a ``<!--`` in an answer would hide the
+    rest of a comment), no markup (an image, a link, emphasis: every markdown punctuation is
+    escaped) and no @-mention (the ``@`` is set as code, which GitHub never links)."""
+    text = _one_line(text).replace("&", "&amp;").replace("<", "&lt;")
+    return _MARKUP.sub(r"\\\1", text).replace("@", "`@`")
 
 
 def _cell(text: str) -> str:
-    return _inline(text).replace("|", "\\|")
+    return _inline(text)
 
 
 def _code(text: str) -> str:
-    """``text`` as inline code, its fence longer than any run of backticks inside."""
-    text = _inline(text)
+    """``text`` as inline code (nothing in it is markup), its fence longer than any run of
+    backticks inside."""
+    text = _one_line(text)
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     return f"{fence} {text} {fence}" if "`" in text else f"`{text}`"
 
@@ -79,8 +89,10 @@ def _verdict(run: RunResult, failures: list[str]) -> str:
 
 
 def _cached(run: RunResult) -> str:
-    cached = sum(1 for i in run.items if i.cached)
-    return f" · answers from the cache: {cached} of {len(run.items)}" if cached else ""
+    from evalkit.report.summary import cache_note, cached_counts
+
+    answers, gradings = cached_counts(run)
+    return f" · {cache_note(run)}" if answers or gradings else ""
 
 
 def _delta(run: RunResult, which: str) -> str:

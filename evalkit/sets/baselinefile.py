@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import math
 import os
 import re
 import stat
@@ -122,6 +123,8 @@ def _parse(raw: bytes, file: str) -> Document:
         data = json.loads(text, object_pairs_hook=lambda pairs: _mapping(pairs, duplicates))
     except json.JSONDecodeError as exc:
         raise SetError([Issue(file, exc.lineno, exc.colno, "", f"not valid JSON ({exc.msg}); {FILE_HINT}")]) from None
+    except RecursionError:
+        raise SetError([Issue(file, 1, 1, "", f"nested too deeply to be a baseline file; {RECREATE}")]) from None
     try:
         tree = parse_document(text, file).tree
     except SetError as exc:
@@ -186,17 +189,30 @@ def _count_issues(doc: Document, index: int, entry: dict[str, Any]) -> list[Issu
     if passed > samples:
         of = f"{samples} samples ({prompts} prompts x {repeats} repeats)" if repeats > 1 else f"{prompts} prompts"
         issues.append(doc.issue((*at, "passed_count"), f"{passed} passed is more than the {of}; {ENTRY_HINT}"))
-    elif repeats == 1 and passed != (counted := sum(1 for item in items.values() if item["passed"])):
-        message = f"is {passed} but {counted} of its items passed; {ENTRY_HINT}"
+    elif abs(passed - (counted := sum(_fraction(item) for item in items.values()) * repeats)) > 1e-6:
+        message = f"is {passed} but its items' samples that passed add up to {counted:g}; {ENTRY_HINT}"
         issues.append(doc.issue((*at, "passed_count"), message))
+    for prompt_id, item in items.items():
+        if "pass_rate" in item and item["passed"] != (item["pass_rate"] == 1):
+            message = f"passed is {str(item['passed']).lower()} but pass_rate is {item['pass_rate']!r}; {ENTRY_HINT}"
+            issues.append(doc.issue((*at, "items", prompt_id, "passed"), message))
     if len(items) != prompts:
         message = f"lists {len(items)} prompts but prompt_count is {prompts}; {ENTRY_HINT}"
         issues.append(doc.issue((*at, "items"), message))
     # A rate that disagrees with counts already found wrong says nothing more.
-    if not issues and samples and abs(entry["pass_rate"] - passed / samples) > RATE_TOLERANCE:
-        message = f"is {entry['pass_rate']!r} but passed_count / {_denominator(repeats)} is {passed / samples!r}"
+    expected_rate = passed / samples if samples else 0.0
+    if not issues and abs(entry["pass_rate"] - expected_rate) > RATE_TOLERANCE:
+        message = f"is {entry['pass_rate']!r} but passed_count / {_denominator(repeats)} is {expected_rate!r}"
         issues.append(doc.issue((*at, "pass_rate"), f"{message}; {ENTRY_HINT}"))
+    mean = math.fsum(item["score"] for item in items.values()) / len(items) if items else 0.0
+    if not issues and abs(entry["mean_score"] - mean) > RATE_TOLERANCE:
+        message = f"is {entry['mean_score']!r} but the mean of its items' scores is {mean!r}"
+        issues.append(doc.issue((*at, "mean_score"), f"{message}; {ENTRY_HINT}"))
     return issues
+
+
+def _fraction(item: dict[str, Any]) -> float:
+    return float(item.get("pass_rate", 1.0 if item["passed"] else 0.0))
 
 
 def _denominator(repeats: int) -> str:
@@ -217,7 +233,10 @@ def _entry(raw: dict[str, Any]) -> BaselineEntry:
         passed_count=int(raw["passed_count"]),
         pass_rate=float(raw["pass_rate"]),
         mean_score=float(raw["mean_score"]),
-        items={prompt_id: (item["passed"], float(item["score"])) for prompt_id, item in raw["items"].items()},
+        items={
+            prompt_id: (float(item.get("pass_rate", 1.0 if item["passed"] else 0.0)), float(item["score"]))
+            for prompt_id, item in raw["items"].items()
+        },
         repeats=int(raw.get("repeats", 1)),
     )
 
@@ -238,12 +257,19 @@ def _entry_json(entry: BaselineEntry) -> dict[str, Any]:
         "pass_rate": float(entry.pass_rate),
         "mean_score": float(entry.mean_score),
         "items": {
-            prompt_id: {"passed": bool(passed), "score": float(score)}
-            for prompt_id, (passed, score) in entry.items.items()
+            prompt_id: _item_json(rate, score, entry.repeats) for prompt_id, (rate, score) in entry.items.items()
         },
     }
     if entry.repeats > 1:
         out["repeats"] = int(entry.repeats)
+    return out
+
+
+def _item_json(rate: float, score: float, repeats: int) -> dict[str, Any]:
+    """One prompt's outcome; with repeats, the fraction of its samples that passed as well."""
+    out: dict[str, Any] = {"passed": rate == 1.0, "score": float(score)}
+    if repeats > 1:
+        out["pass_rate"] = float(rate)
     return out
 
 

@@ -79,6 +79,7 @@ def test_accept_writes_a_stable_file_that_gates_a_fresh_database(
     assert doc["gate"]["failures"] == [f"regression against the baseline (run {first['run_id']})"]
 
 
+@pytest.mark.slow
 def test_database_baseline_says_its_source_and_flips(cli, project: FakeServer) -> None:
     project.wrong = {3}
     run_json(cli)
@@ -264,6 +265,7 @@ def test_bad_critical_is_exit_2(cli, project: FakeServer, isolated: Path) -> Non
     assert "sets/ten.yaml:4:" in result.stderr
 
 
+@pytest.mark.slow
 def test_markdown_names_scope_verdict_flips_gate_and_failures(cli, project: FakeServer, isolated: Path) -> None:
     run_json(cli)
     project.wrong = {5, 6}
@@ -280,7 +282,7 @@ def test_markdown_names_scope_verdict_flips_gate_and_failures(cli, project: Fake
     assert "**Pass rate 80.0%** (8/10) (-20.0 pp against the baseline) · mean score 0.800 (-0.200)" in text
     assert "- pass rate 0.80 (8/10) is below the minimum 0.9" in text
     assert "- **Regressed (passed in the baseline, fail now):** `q5`, `q6`" in text
-    assert "| q5 | fail | 0.00 |" in text
+    assert "| q5 | fail | 0.00 | contains 'right': not found |" in text
     suite = ET.parse(isolated / "j.xml").getroot().find("testsuite")
     assert suite is not None
     cases = {c.get("name"): c for c in suite.iter("testcase")}

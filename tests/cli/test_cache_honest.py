@@ -128,10 +128,12 @@ def test_the_endpoint_identity_is_the_url_as_sent() -> None:
 
     assert of("openai", "HTTP://Example.COM:80/v1/") == "openai http://example.com/v1"
     assert of("openai", "https://user:pass@api.example.com:443/v1") == "openai https://api.example.com/v1"
-    assert (
-        of("openai", "https://api.example.com:8443/v1?api-version=2")
-        == "openai https://api.example.com:8443/v1?api-version=2"
-    )
+    query = hashlib.sha256(b"api-version=2").hexdigest()[:16]
+    assert of("openai", "https://api.example.com:8443/v1?api-version=2") == (
+        f"openai https://api.example.com:8443/v1?sha256:{query}"
+    )  # a query may hold a key: it counts, as a hash
+    assert "key-1" not in of("openai", "https://api.example.com/v1?key=key-1")
+    assert of("openai", "https://api.example.com/v1?key=key-1") != of("openai", "https://api.example.com/v1?key=key-2")
     assert of("openai", "https://bücher.example/v1") == "openai https://xn--bcher-kva.example/v1"
     assert of("openai", None) == "openai https://api.openai.com/v1"
     assert of("anthropic", None) == "anthropic https://api.anthropic.com/v1"
@@ -161,14 +163,17 @@ def test_a_local_model_is_keyed_by_its_content_hash_read_once_per_file(
         return endpoint_identity(ProviderConfig("m", "local", model_path=path))
 
     first = of(one)
-    assert first == f"local sha256:{real(b'weights-1').hexdigest()}"
+    settings = "temperature=0 seed=42 n_ctx=2048"
+    assert first == f"local sha256:{real(b'weights-1').hexdigest()} {settings}"
     assert of(one) == first
     assert local.model_id(one) == f"one@{real(b'weights-1').hexdigest()[:12]}"
     assert len(hashed) == 1  # the provider's model id and the cache key share one read of the file
     assert of(twin) == first  # the content, not the file name or path
     assert of(other) != first
     one.write_bytes(b"weights-1, fine-tuned")
-    assert of(one) == f"local sha256:{real(b'weights-1, fine-tuned').hexdigest()}"
+    assert of(one) == f"local sha256:{real(b'weights-1, fine-tuned').hexdigest()} {settings}"
+    hotter = endpoint_identity(ProviderConfig("m", "local", model_path=one, temperature=1.5, seed=99))
+    assert hotter == f"local sha256:{real(b'weights-1, fine-tuned').hexdigest()} temperature=1.5 seed=99 n_ctx=2048"
 
 
 # --- replay answers are not cached -----------------------------------------------------------------
@@ -188,6 +193,7 @@ def test_replay_answers_are_never_cached(cli: Any, write_file: Any, db_file: Pat
 # --- cache_ttl_days ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_entries_older_than_the_ttl_are_not_read(
     cli: Any, fake_llm: FakeServer, write_file: Any, db_file: Path
 ) -> None:
@@ -222,7 +228,7 @@ def test_the_default_ttl_is_thirty_days(cli: Any, fake_llm: FakeServer, write_fi
 
 
 def test_cache_clear_on_a_database_that_does_not_exist_creates_nothing(cli: Any, tmp_path: Path) -> None:
-    target = tmp_path / "nowhere" / "e.duckdb"
+    target = tmp_path / ".evalkit" / "e.duckdb"  # another missing folder is exit 2 (issue 14)
     result = cli("cache", "clear", "--db", str(target))
     assert (result.exit_code, result.stdout, result.stderr) == (0, "Deleted 0 cache entries.\n", "")
     assert not target.parent.exists()
@@ -294,6 +300,7 @@ def test_a_retrieval_run_says_nothing_of_the_completion_cache(cli: Any, fake_llm
 # --- the decision grader's judge -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_judge_moved_to_another_endpoint_is_asked_again(
     cli: Any, fake_llm: FakeServer, write_file: Any, db_file: Path
 ) -> None:

@@ -696,6 +696,7 @@ def test_model_override_changes_the_generator_alias_only(
     assert doc["grader"] == YARDSTICK
 
 
+@pytest.mark.slow
 def test_baselines_are_kept_per_yardstick(cli: Any, project: Path, judge: JudgeScript, db_file: Path) -> None:
     write_set("scopes", ["question a", "question b"])
     plain = cli("run", "sets/scopes.yaml", "--format", "json")
@@ -838,3 +839,16 @@ def test_a_judge_without_the_decision_grader_is_exit_2_before_any_call(
     )
     assert gen.requests == []
     assert not db_file.exists()
+
+
+def test_judge_gradings_replayed_from_the_cache_are_counted(cli: Any, project: Path, judge: JudgeScript) -> None:
+    prompts = write_set("replayed", ["question a", "question b"])
+    for prompt in prompts:
+        judge.script(prompt, verdict(4))
+    first, doc = run(cli, "sets/replayed.yaml")
+    assert first.exit_code == 0, first.stderr
+    assert (doc["cached_count"], doc["judge_cached_count"]) == (0, 0)
+    second = cli("run", "sets/replayed.yaml", "--grader", "decision")
+    assert "answers from the cache: 2 of 2, judge gradings from the cache: 2 of 2" in second.stdout
+    _, again = run(cli, "sets/replayed.yaml")
+    assert (again["cached_count"], again["judge_cached_count"]) == (2, 2)

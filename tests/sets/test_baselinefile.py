@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import tempfile
 from pathlib import Path
 
@@ -138,9 +139,11 @@ def test_a_second_scope_is_added_in_scope_order() -> None:
 
 
 def test_repeats_are_written_only_when_more_than_one() -> None:
-    sampled = dataclasses.replace(ENTRY, repeats=3, passed_count=4, pass_rate=4 / 6)
+    items = {"opening-hours": (1.0, 1.0), "greeting": (1 / 3, 0.5)}
+    sampled = dataclasses.replace(ENTRY, repeats=3, passed_count=4, pass_rate=4 / 6, items=items)
     text = baseline_text(SET_ID, [sampled])
     assert '"repeats": 3,' in text
+    assert '"pass_rate": 0.3333333333333333,' in text  # each prompt's fraction of samples passed
     assert '"repeats"' not in baseline_text(SET_ID, [ENTRY])
     loaded = load_baseline_file(write_baseline(FOLDER, SET_ID, sampled))
     assert loaded is not None
@@ -204,7 +207,9 @@ def test_a_second_entry_of_one_scope_names_its_line() -> None:
 
 def test_a_passed_count_its_items_disagree_with_names_its_line() -> None:
     error = malformed(TEXT.replace('"passed_count": 1', '"passed_count": 2'))
-    assert messages(error) == [f"{FILE}:20:23: baselines[0].passed_count: is 2 but 1 of its items passed; {AGAIN}"]
+    assert messages(error) == [
+        f"{FILE}:20:23: baselines[0].passed_count: is 2 but its items' samples that passed add up to 1; {AGAIN}"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -233,8 +238,10 @@ def test_each_malformed_entry_names_its_place(old: str, new: str, where: str, sa
 
 
 def test_a_repeated_run_may_pass_more_samples_than_its_passed_items() -> None:
-    sampled = TEXT.replace('"passed_count": 1', '"passed_count": 3').replace(
-        '"pass_rate": 0.5', '"pass_rate": 0.75,\n      "repeats": 2'
+    sampled = (
+        TEXT.replace('"passed_count": 1', '"passed_count": 3')
+        .replace('"pass_rate": 0.5', '"pass_rate": 0.75,\n      "repeats": 2')
+        .replace('"passed": false,', '"pass_rate": 0.5, "passed": false,')
     )
     path = FOLDER / f"{SET_ID}.json"
     path.parent.mkdir()
@@ -280,11 +287,9 @@ ids = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1).filter(st
 @st.composite
 def entries(draw: st.DrawFn) -> BaselineEntry:
     repeats = draw(st.integers(1, 4))
-    outcomes = draw(st.dictionaries(ids, st.tuples(st.booleans(), st.floats(0, 1)), min_size=1, max_size=6))
-    passed_items = sum(passed for passed, _ in outcomes.values())
-    failed_items = len(outcomes) - passed_items
-    # Every sample of a passed item passed; a failed item failed at least one of its samples.
-    passed = passed_items * repeats + draw(st.integers(0, failed_items * (repeats - 1)))
+    drawn = draw(st.dictionaries(ids, st.tuples(st.integers(0, repeats), st.floats(0, 1)), min_size=1, max_size=6))
+    outcomes = {i: (k / repeats, score) for i, (k, score) in drawn.items()}  # samples passed, mean score
+    passed = sum(k for k, _ in drawn.values())
     samples = len(outcomes) * repeats
     return BaselineEntry(
         provider=draw(ids),
@@ -298,7 +303,7 @@ def entries(draw: st.DrawFn) -> BaselineEntry:
         prompt_count=len(outcomes),
         passed_count=passed,
         pass_rate=passed / samples,
-        mean_score=draw(st.floats(0, 1)),
+        mean_score=math.fsum(score for _, score in outcomes.values()) / len(outcomes),
         items=outcomes,
         repeats=repeats,
     )
@@ -308,6 +313,7 @@ def unique_scopes(drawn: list[BaselineEntry]) -> list[BaselineEntry]:
     return list({entry.scope: entry for entry in drawn}.values())
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, database=None, derandomize=True)
 @given(st.lists(entries(), min_size=1, max_size=3).map(unique_scopes))
 def test_any_baseline_round_trips_through_its_text(drawn: list[BaselineEntry]) -> None:
