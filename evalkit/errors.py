@@ -22,14 +22,30 @@ Exit code 1 (a quality gate failed) is not an error: the CLI decides it from the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
+LITERAL_LIMIT = 80
+# a run of characters with no space, quote, slash or punctuation that structures a message: a
+# value echoed from the input (an id, a number, a file name); a path is cut only in a part
+# between slashes that is that long
+_LONG_LITERAL = re.compile(rf"[^\s'\"/:,;()]{{{LITERAL_LIMIT + 1},}}")
+
+
+def clip_literals(text: str) -> str:
+    """``text`` with every literal longer than LITERAL_LIMIT characters (a 5,000-digit number, a
+    100,000-character id) cut to its start and "…": an error line stays one readable line."""
+    return _LONG_LITERAL.sub(lambda m: m.group()[: LITERAL_LIMIT - 1] + "…", text)
+
 
 class EvalkitError(Exception):
-    """Base of every error evalkit reports to a user."""
+    """Base of every error evalkit reports to a user; long literals in its text are cut."""
 
     exit_code: int = 3
+
+    def __str__(self) -> str:
+        return clip_literals(super().__str__())
 
 
 class InputError(EvalkitError):
@@ -50,7 +66,8 @@ class Issue:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        text = f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        return clip_literals(text)
 
 
 class SetError(InputError):
@@ -61,8 +78,20 @@ class SetError(InputError):
         first = str(self.issues[0]) if self.issues else "invalid file"
         more = len(self.issues) - 1
         if more > 0:
-            first += f" (and {more} more; run `evalkit validate` to list them)"
+            first += f" (and {more} more; run `{_validate_command(self.issues)}` to list them)"
         super().__init__(first)
+
+
+def _validate_command(issues: list[Issue]) -> str:
+    """The ``evalkit validate`` command that lists these issues: with their files, since plain
+    ``evalkit validate`` only looks at the config and its set folders (a data file such as a CSV
+    is not validated on its own, so then the plain command stands)."""
+    import shlex
+
+    files = list(dict.fromkeys(issue.file for issue in issues))
+    if not all(f.endswith((".yaml", ".yml", ".json", ".jsonl")) for f in files):
+        return "evalkit validate"
+    return " ".join(["evalkit validate", *(shlex.quote(f) for f in files)])
 
 
 class ToleranceError(InputError):

@@ -198,22 +198,64 @@ class ServingRecord:
         }
 
 
+# No model reads or writes this many tokens in one call: a larger count is a broken endpoint.
+MAX_TOKENS_PER_CALL = 100_000_000
+
+
+def plausible_tokens(value: object) -> int | None:
+    """``value`` as a token count of one call, or None when it cannot be one (not a whole
+    number, negative, above MAX_TOKENS_PER_CALL)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():  # also nan and inf
+        return None
+    return int(value) if 0 <= value <= MAX_TOKENS_PER_CALL else None
+
+
+def _shown(value: object) -> str:
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than Python converts to text
+        return "(a number too long to show)"
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
+    # implausible counts read as 0, each noted as "<key> <value as sent>"; not stored
+    dropped: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def from_body(cls, usage: object, input_key: str, output_key: str) -> Usage:
-        """Token counts from an API's usage block; anything that is not a count reads as 0."""
-        if not isinstance(usage, dict):
+        """Token counts from an API's usage block; a missing count reads as 0, an implausible one
+        (see ``plausible_tokens``) as 0 with a note in ``dropped``."""
+        if usage is None:
             return cls()
-
-        def count(key: str) -> int:
+        if not isinstance(usage, dict):
+            return cls(dropped=(f"usage {_shown(usage)}",))
+        counts: list[int] = []
+        dropped: list[str] = []
+        for key in (input_key, output_key):
             value = usage.get(key)
-            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+            count = plausible_tokens(value)
+            if count is None and value is not None:
+                dropped.append(f"{key} {_shown(value)}")
+            counts.append(count or 0)
+        return cls(counts[0], counts[1], tuple(dropped))
 
-        return cls(count(input_key), count(output_key))
+    def checked(self) -> Usage:
+        """This usage with implausible counts (a plugin's, an old cache row's) dropped and noted."""
+        inputs, outputs = plausible_tokens(self.input_tokens), plausible_tokens(self.output_tokens)
+        if inputs is not None and outputs is not None:
+            return self
+        dropped = list(self.dropped)
+        if inputs is None:
+            dropped.append(f"input_tokens {_shown(self.input_tokens)}")
+        if outputs is None:
+            dropped.append(f"output_tokens {_shown(self.output_tokens)}")
+        return Usage(inputs or 0, outputs or 0, tuple(dropped))
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
@@ -257,6 +299,7 @@ class Grade:
     assertions: tuple[AssertionResult, ...] = ()
     yardstick: str | None = "deterministic"  # None: the grading failed, nothing measured it
     usage: Usage = Usage()
+    cached: bool = False  # the judge's answer came from the completion cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +323,7 @@ class ItemResult:
     grader_usage: Usage = Usage()
     cached: bool = False
     repeat: int = 0  # which sample of the prompt (run --repeat N)
+    grader_cached: bool = False  # the judge's grading was replayed from the cache
 
     @property
     def errored(self) -> bool:
@@ -288,7 +332,12 @@ class ItemResult:
 
 @dataclass(frozen=True, slots=True)
 class PairedTest:
-    """A paired comparison of two runs over the items present in both."""
+    """A paired comparison of two runs over the items present in both.
+
+    ``p_value`` and ``score_p_value`` are two-sided (has it changed?); the ``drop_`` figures are
+    one-sided (has it dropped?), which is what the regression gate asks, with the smallest
+    p-value the changed items could have given at all (``_floor``).
+    """
 
     paired: int
     only_first: int
@@ -302,12 +351,27 @@ class PairedTest:
     lost: int = 0  # items that passed in the first and fail in the second
     gained: int = 0
     score_p_value: float = 1.0  # sign-flip permutation test of the mean-score difference
+    drop_p_value: float = 1.0
+    drop_p_floor: float = 1.0
+    score_drop_p_value: float = 1.0
+    score_drop_p_floor: float = 1.0
+    score_changed: int = 0  # paired items whose mean score changed
 
-    def describe(self) -> str:
-        """``pass rate -12.0 pp (95% CI -20.1 … -3.9), p = 0.008``."""
-        low, high = self.pass_rate_ci
-        p = "p < 0.001" if self.p_value < 0.001 else f"p = {self.p_value:.3f}"
-        return f"pass rate {self.pass_rate_delta * 100:+.1f} pp (95% CI {low * 100:+.1f} … {high * 100:+.1f}), {p}"
+    def describe(self, one_sided: bool = False) -> str:
+        """``pass rate -12.0 pp (95% CI -20.1 … -3.9), p = 0.008``; with ``one_sided`` the
+        p-value of a drop (``one-sided p = 0.004``)."""
+        p = self.drop_p_value if one_sided else self.p_value
+        label = "one-sided p" if one_sided else "p"
+        shown = f"{label} < 0.001" if p < 0.001 else f"{label} = {p:.3f}"
+        return f"pass rate {self.pass_rate_delta * 100:+.1f} pp ({self.pass_interval()}), {shown}"
+
+    def pass_interval(self) -> str:
+        """``95% CI -20.1 … -3.9``, or why there is no interval: a bootstrap over items that all
+        changed alike (or not at all) is a single point, which is no interval."""
+        return _interval_text(self.pass_rate_ci, self.pass_rate_delta, 100, "{:+.1f}")
+
+    def score_interval(self) -> str:
+        return _interval_text(self.mean_score_ci, self.mean_score_delta, 1, "{:+.3f}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, JsonValue]) -> PairedTest:
@@ -324,6 +388,11 @@ class PairedTest:
             lost=data["pass_to_fail"],
             gained=data["fail_to_pass"],
             score_p_value=data.get("mean_score_p_value", 1.0),
+            drop_p_value=data.get("one_sided_p_value", 1.0),
+            drop_p_floor=data.get("one_sided_p_floor", 1.0),
+            score_drop_p_value=data.get("mean_score_one_sided_p_value", 1.0),
+            score_drop_p_floor=data.get("mean_score_one_sided_p_floor", 1.0),
+            score_changed=data.get("mean_score_changed", 0),
         )
 
     def as_dict(self) -> dict[str, JsonValue]:
@@ -337,10 +406,24 @@ class PairedTest:
             "mean_score_ci95": list(self.mean_score_ci),
             "p_value": self.p_value,
             "mean_score_p_value": self.score_p_value,
+            "one_sided_p_value": self.drop_p_value,
+            "one_sided_p_floor": self.drop_p_floor,
+            "mean_score_one_sided_p_value": self.score_drop_p_value,
+            "mean_score_one_sided_p_floor": self.score_drop_p_floor,
+            "mean_score_changed": self.score_changed,
             "test": self.test,
             "pass_to_fail": self.lost,
             "fail_to_pass": self.gained,
         }
+
+
+def _interval_text(interval: tuple[float, float], delta: float, scale: int, fmt: str) -> str:
+    low, high = interval
+    if low != high:
+        return f"95% CI {fmt.format(low * scale)} … {fmt.format(high * scale)}"
+    if delta == 0:
+        return "no paired item changed"
+    return "every paired item changed by the same amount: no interval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +464,7 @@ class BaselineEntry:
     passed_count: int
     pass_rate: float
     mean_score: float
-    items: Mapping[str, tuple[bool, float]]  # prompt id -> (passed, score)
+    items: Mapping[str, tuple[float, float]]  # prompt id -> (fraction of its samples passed, mean score)
     repeats: int = 1
 
     @property

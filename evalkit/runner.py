@@ -43,8 +43,8 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+def utc_now(moment: datetime | None = None) -> str:
+    return (moment or datetime.now(UTC)).isoformat(timespec="milliseconds")
 
 
 def set_fingerprint(prompt_set: PromptSet) -> str:
@@ -99,10 +99,15 @@ def cache_key(instance_id: str, request: CompletionRequest, repeat: int = 0, *, 
 
 
 def clean_completion(completion: Completion) -> Completion:
-    """Lone surrogates (a JSON body may escape them) become U+FFFD: they cannot be stored or printed."""
+    """Lone surrogates (a JSON body may escape them) become U+FFFD: they cannot be stored or printed.
+    Implausible token counts are dropped (noted in ``usage.dropped``): they would make the run
+    unstorable and its cost absurd."""
     text = completion.text
     cleaned = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return completion if cleaned == text else replace(completion, text=cleaned)
+    usage = completion.usage.checked()
+    if cleaned == text and usage is completion.usage:
+        return completion
+    return replace(completion, text=cleaned, usage=usage)
 
 
 @dataclass(slots=True)
@@ -251,6 +256,8 @@ async def run_one(
     reason = grade.reason
     if completion.truncated and not grade.passed:  # else it reads as a wrong answer, not a short one
         reason += " (the answer was cut off at max_tokens; raise it in the set's params)"
+    if completion.usage.dropped:
+        reason += f" (implausible token counts from the endpoint not counted: {', '.join(completion.usage.dropped)})"
     return replace(
         base,
         passed=grade.passed,
@@ -265,6 +272,7 @@ async def run_one(
         yardstick=grade.yardstick,
         grader_usage=grade.usage,
         cached=completion.cached,
+        grader_cached=grade.cached,
     )
 
 
@@ -306,7 +314,7 @@ async def run_prompt_set(
 ) -> RunResult:
     """Run one set on one provider instance; nothing is stored here."""
     sent_alias = alias or default_alias(provider)
-    started = utc_now()
+    start = datetime.now(UTC)  # one instant: the run id's time is the stored and reported start
     caller = Caller(pool, cache, read_cache)
     items = await run_items(
         prompt_set,
@@ -320,13 +328,13 @@ async def run_prompt_set(
     )
     return RunResult.create(
         tuple(items),
-        run_id=new_run_id(),
+        run_id=new_run_id(start),
         set_id=prompt_set.id,
         set_fingerprint=set_fingerprint(prompt_set),
         provider=provider.id,
         model=sent_alias,
         grader=stored_grader(grader.name, items),
-        started_at=started,
+        started_at=utc_now(start),
         finished_at=utc_now(),
         tolerances=tolerances or prompt_set.tolerances,
         set_name=prompt_set.name,

@@ -5,7 +5,9 @@ faults mapped to evalkit errors.
 - 401, 403, 404 -> ``ProviderRefused`` (no retry can fix them: the run aborts)
 - other 4xx, a malformed JSON body -> ``ProviderError`` (this item fails)
 
-Error texts never carry the API key: any secret the client knows is masked in them.
+Error texts never carry the API key: any secret the client knows is masked in them, and so is
+every string of a decoded answer (an endpoint may echo the key in ``model`` or in the content),
+so no report, cache entry or stored run can carry it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from evalkit.providers.retry import RetryPolicy, TransientError, is_retryable_st
 from evalkit.urls import Endpoint
 
 REFUSED_STATUS = frozenset({401, 403, 404})
+# Shorter keys are placeholders that local servers accept ("EMPTY", "x"), not secrets: masking
+# them in answers would rewrite the answers themselves. Error texts mask every key.
+MIN_MASKED_IN_ANSWERS = 8
 
 
 class JsonClient:
@@ -146,7 +151,8 @@ class JsonClient:
             raise ProviderError(f"{self.name}: malformed JSON in the response body (HTTP {status})") from None
         if not isinstance(body, dict):
             raise ProviderError(f"{self.name}: expected a JSON object in the response body, got {type(body).__name__}")
-        return body, latency_ms
+        secrets = [s for s in self._secrets if len(s) >= MIN_MASKED_IN_ANSWERS]
+        return (mask_strings(body, secrets) if secrets else body), latency_ms
 
     def _raise_status(self, status: int, response: Response) -> None:
         detail = self.mask(_error_detail(response))
@@ -307,6 +313,35 @@ def _error_detail(response: Response) -> str:
     except (ValueError, RecursionError):
         return response.text.strip()[:200]
     return body_error(body) if isinstance(body, dict) else ""
+
+
+def mask_strings(body: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
+    """``body`` (freshly decoded JSON, changed in place) with every secret in its strings, keys
+    included, replaced by ***. Iterative: a body nested as deep as json reads stays readable."""
+
+    def masked(text: str) -> str:
+        for secret in secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    stack: list[dict[str, Any] | list[Any]] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if any(masked(k) != k for k in node):
+                entries = [(masked(k), v) for k, v in node.items()]
+                node.clear()
+                node.update(entries)
+            pairs: list[tuple[Any, Any]] = list(node.items())
+        else:
+            pairs = list(enumerate(node))
+        for where, value in pairs:
+            if isinstance(value, str):
+                node[where] = masked(value)
+            elif isinstance(value, dict | list):
+                stack.append(value)
+    return body
 
 
 def body_error(body: Mapping[str, Any]) -> str:

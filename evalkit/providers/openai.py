@@ -82,6 +82,12 @@ class OpenAIProvider:
         refusal = message.get("refusal")
         if not content and isinstance(refusal, str) and refusal:  # the model declined: that is its answer
             content = refusal
+        if content is None:  # no text at all (a tool call, a filtered answer): not an empty answer
+            finish = choice.get("finish_reason")
+            why = f" (finish_reason {str(finish)[:40]!r})" if isinstance(finish, str) and finish else ""
+            raise ProviderError(
+                f"provider '{self.instance_id}': choices[0].message.content is null{why}: the endpoint gave no answer"
+            )
         reported = body.get("model")
         extras = {k: choice[k] for k in ("logprobs", "finish_reason") if k in choice}
         return Completion(

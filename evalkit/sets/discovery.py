@@ -127,11 +127,12 @@ def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySe
     seen: set[Path] = set()
     for target in targets:
         path = Path(target)
-        if path.is_dir():
+        kind = _path_kind(path)
+        if kind == "dir":
             files = yaml_files(path)
             if not files:
                 raise UnknownNameError(f"{target}: no set files (*.yaml) in this folder")
-        elif path.is_file():
+        elif kind == "file":
             files = [path]
         else:
             files = [_file_for_id(target, set_dirs)]
@@ -147,6 +148,14 @@ def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySe
         raise SetError(issues)
     check_unique_ids(loaded)
     return loaded
+
+
+def _path_kind(path: Path) -> str | None:
+    """'dir', 'file' or None (not a path here: a set id, or a name the file system refuses)."""
+    try:
+        return "dir" if path.is_dir() else "file" if path.is_file() else None
+    except OSError:  # a name too long for the file system is no file of ours
+        return None
 
 
 def _file_for_id(set_id: str, set_dirs: Sequence[Path]) -> Path:

@@ -195,6 +195,13 @@ def parse_document(text: str, file: str) -> Document:
         problem = exc.problem or exc.context or "invalid YAML"
         if "duplicate key" in problem:
             problem = problem.split(" with value", 1)[0] + "; remove one of them"
+        elif problem.startswith("expected <block end>"):
+            # a line dedented to no enclosing block's level: the parser names the token it met
+            # there ('?', '<block mapping start>'), which is nothing the file contains
+            problem = (
+                f"the indentation is inconsistent at line {line}: indent it like the other keys "
+                "(or list items) of the block it belongs to"
+            )
         elif exc.context and exc.problem:
             problem = f"{exc.problem} ({exc.context})"
         raise SetError([Issue(file, line, col, "", f"YAML error: {problem}")]) from None
@@ -363,7 +370,9 @@ def _bomb(node: Any, file: str) -> None:
 
 
 def _plain(value: Any, path: DataPath, issues: list[Issue], doc: Document) -> Any:
-    """Dates become ISO strings; non-string keys and binary values become issues."""
+    """Dates become ISO strings; non-string keys, binary values and lone surrogates become issues."""
+    if isinstance(value, str):
+        return _text(value, path, issues, doc)
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
@@ -374,7 +383,8 @@ def _plain(value: Any, path: DataPath, issues: list[Issue], doc: Document) -> An
                     Issue(doc.file, line, col, format_path(path), f"keys must be strings, got {shown}; quote the key")
                 )
                 continue
-            out[k] = _plain(v, (*path, k), issues, doc)
+            key = _text(k, path, issues, doc, key_of=k)
+            out[key] = _plain(v, (*path, k), issues, doc)
         return out
     if isinstance(value, list):
         return [_plain(v, (*path, i), issues, doc) for i, v in enumerate(value)]
@@ -384,6 +394,30 @@ def _plain(value: Any, path: DataPath, issues: list[Issue], doc: Document) -> An
         issues.append(doc.issue(path, "unsupported YAML tag !!binary; remove the tag"))
         return None
     return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str, path: DataPath, issues: list[Issue], doc: Document, key_of: str | None = None) -> str:
+    """``value`` with escaped surrogate pairs (``"\\ud83d\\ude00"``, as JSON reads them) joined into
+    their character; a lone surrogate escape is an issue: it is not a character and no prompt,
+    id or parameter holding it can be sent, cached or stored."""
+    if _SURROGATE.search(value) is None:
+        return value
+    joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    lone = _SURROGATE.search(joined)
+    if lone is not None:
+        escape = f"\\u{ord(lone.group()):04x}"
+        where = (*path, key_of) if key_of is not None else path
+        line, col = doc.position(where, key=key_of is not None)
+        shown = format_path(where) if key_of is None else format_path(path)
+        message = (
+            f"lone surrogate escape {escape} in a {'key' if key_of is not None else 'string'} "
+            "(half of a UTF-16 pair, not a character); remove it or write the character itself"
+        )
+        issues.append(Issue(doc.file, line, col, shown, message))
+    return joined
 
 
 def walk(data: Any, path: DataPath = ()) -> Iterator[tuple[DataPath, Any]]:

@@ -112,6 +112,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         alter table cache add column endpoint varchar;
         """,
     ),
+    (
+        # token counts are bigint everywhere, as in runs: one item's count above 2**31 - 1 made
+        # the whole run unstorable (and evalkit.records.Usage now drops implausible counts)
+        "m006_bigint_tokens",
+        """
+        alter table results alter column input_tokens type bigint;
+        alter table results alter column output_tokens type bigint;
+        alter table cache alter column input_tokens type bigint;
+        alter table cache alter column output_tokens type bigint;
+        """,
+    ),
 )
 
 MIGRATION_TABLE = "evalkit_migrations"
