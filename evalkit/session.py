@@ -13,12 +13,21 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from evalkit._version import __version__
-from evalkit.compare import BaselineRun, compare_run, gate_of, not_comparable_reason, paired_test, per_item
+from evalkit.compare import (
+    BaselineRun,
+    compare_run,
+    describe_scope,
+    gate_of,
+    not_comparable_reason,
+    paired_test,
+    per_item,
+)
 from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
 from evalkit.errors import InputError, RunsNotStored, StoreError
 from evalkit.protocols import Grader
@@ -380,6 +389,9 @@ def _compare_and_save(plan: RunPlan, store: Any, run: RunResult) -> RunResult:
         if before:
             paired = paired_test(before, [(i.id, i.passed, i.score) for i in run.items])
     comparison = compare_run(run, baseline, run.tolerances, paired, plan.significance)
+    missing = _scope_missing(plan, run) if comparison.state == "baseline" else None
+    if missing is not None:  # a committed baseline exists, just not for what answered: say so, never pass
+        comparison = Comparison("not_compared", f"Not compared: {missing}.")
     run = _gated(plan, replace(run, comparison=comparison))
     save_run(store, run, plan.config.privacy, __version__, run.gate)
     return run
@@ -416,7 +428,8 @@ def _baseline(plan: RunPlan, store: Any, run: RunResult) -> BaselineRun | None:
             set_fingerprint=entry.set_fingerprint,
             source="file",
             file=_shown_path(baseline_file.path),
-            items={i: (1.0 if passed else 0.0, score) for i, (passed, score) in entry.items.items()},
+            items=entry.items,
+            repeats=entry.repeats,
         )
     row = find_baseline(
         store,
@@ -432,6 +445,24 @@ def _baseline(plan: RunPlan, store: Any, run: RunResult) -> BaselineRun | None:
     return BaselineRun(**row, items=per_item(outcomes) if outcomes else None)
 
 
+def _scope_missing(plan: RunPlan, run: RunResult) -> str | None:
+    """Why a run whose set has a baseline file, but no entry for the run's scope, has no
+    baseline: a new model snapshot, a fallback that answered or another grader would otherwise
+    record a fresh baseline and pass a CI gate that the committed file was meant to hold."""
+    baseline_file = plan.baselines.get(run.set_id)
+    gen = run.generator
+    if baseline_file is None or not baseline_file.entries or gen is None:
+        return None
+    held = "; ".join(
+        f"{e.provider}/{e.model} (reported {e.reported_model}) graded by {e.grader}" for e in baseline_file.entries
+    )
+    return (
+        f"{_shown_path(baseline_file.path)} has no baseline for {describe_scope(run)} (it holds: {held}); "
+        "run with the instance, model and grader it holds, or accept a baseline for this scope "
+        "with evalkit baseline accept"
+    )
+
+
 def _shown_path(path: Path) -> str:
     """A path as a user would type it: relative to the working directory when inside it."""
     try:
@@ -444,8 +475,12 @@ def _baseline_outcomes(store: Any, baseline: BaselineRun) -> list[tuple[str, boo
     """(id, passed, score) samples of the baseline for the paired test."""
     from evalkit.store import item_outcomes
 
-    if baseline.source == "file":
-        return [(i, rate == 1.0, score) for i, (rate, score) in (baseline.items or {}).items()]
+    if baseline.source == "file":  # each prompt's samples as the file describes them
+        samples = []
+        for item_id, (rate, score) in (baseline.items or {}).items():
+            passed = round(rate * baseline.repeats)
+            samples += [(item_id, k < passed, score) for k in range(baseline.repeats)]
+        return samples
     return item_outcomes(store, baseline.run_id)
 
 
@@ -535,12 +570,13 @@ def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
     if plan.db is not None:
         Store.open(plan.db).close()  # create or migrate before any call; a bad database fails here
     cache_dir = plan.db.parent / "index" if plan.db is not None else None
+    started = datetime.now(UTC)
     run = asyncio.run(
         evaluate(
             plan.question_set,
             plan.retriever,
-            run_id=new_run_id(),
-            started_at=utc_now(),
+            run_id=new_run_id(started),
+            started_at=utc_now(started),  # the run id's time and the stored start are one instant
             finished=utc_now,
             limit=plan.limit,
             corpus=plan.corpus,

@@ -23,6 +23,7 @@ def run(*args: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_promptfoo_bench_smoke() -> None:
     out = run("bench/bench_promptfoo.py", "--smoke")
     assert "| a | evalkit | 20 | 16 |" in out
@@ -31,11 +32,13 @@ def test_promptfoo_bench_smoke() -> None:
     assert "assertions_per_s" in out
 
 
+@pytest.mark.slow
 def test_store_bench_smoke() -> None:
     out = run("bench/bench_store.py", "--runs", "20", "--items", "20", "--write-items", "200", "--repeat", "1")
     assert "`evalkit report`" in out
 
 
+@pytest.mark.slow
 def test_retrieval_bench_smoke() -> None:
     out = run("bench/bench_retrieval.py", "--docs", "300", "--questions", "30", "--rank-bm25-questions", "5")
     assert "| evalkit lexical (bm25s) |" in out

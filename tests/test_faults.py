@@ -132,6 +132,7 @@ def test_a_database_held_at_store_time_still_prints_the_run_that_was_carried_out
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_after_the_run_was_stored_does_not_say_nothing_was_stored(
     isolated: Path, fake_llm: FakeServer, db_file: Path
 ) -> None:
@@ -289,6 +290,7 @@ class TricklingServer:
         self.sock.close()
 
 
+@pytest.mark.slow
 def test_timeout_s_bounds_a_call_whose_answer_trickles_in(cli: Any, isolated: Path) -> None:
     server = TricklingServer(chunks=60, every_s=0.05)  # ~3 s in all, never 1 s without a byte
     try:

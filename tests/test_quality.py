@@ -34,6 +34,7 @@ def test_ruff_format() -> None:
     check(tool("ruff"), "format", "--check", "evalkit", "tests", "bench")
 
 
+@pytest.mark.slow
 def test_mypy_strict() -> None:
     check(tool("mypy"))
 

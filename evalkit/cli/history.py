@@ -50,12 +50,20 @@ def show_command(run_id: str, db: str | None, config: str | None, fmt: str) -> N
     from evalkit.report import jsonout, markdown, render
 
     run, meta = api.show_run(api.load_config(config), run_id, db=db)
+    level = meta.get("privacy")
+    hint = render.privacy_hint(level) if meta.get("kind") == "prompts" or level == "none" else None
     if fmt == "json":
         click.echo(jsonout.dumps(jsonout.envelope(run, meta.get("gate"))))
     elif fmt == "markdown":
         click.echo(markdown.any_markdown(run), nl=False)
     else:
-        render.render_any(stdout_console(), run, meta.get("gate"))
+        console = stdout_console()
+        render.render_any(console, run, meta.get("gate"))
+        if hint:
+            console.print(render.Text(hint, style="dim"))
+        return
+    if hint:  # stdout carries only the JSON or markdown
+        click.echo(f"Note: {hint}", err=True)
 
 
 @click.command("prune")

@@ -8,7 +8,7 @@ import click
 
 
 @click.command("init")
-@click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("--force", is_flag=True, help="Overwrite existing files; also start a project inside another one.")
 def init_command(force: bool) -> None:
     """Write evalkit.yaml (using the local model), sets/example.yaml and baselines/ here."""
     from evalkit.sets.scaffold import scaffold

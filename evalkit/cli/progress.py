@@ -77,7 +77,7 @@ class PlainProgress:
             self._steps = step_counts(self._total)
             self._done = self._errors = 0
             self._started_at = self._last_line_at = self.clock()
-            self._write(f"Running {prompt_set.id}: {len(prompt_set.prompts)} prompts")
+            self._write(f"Running {prompt_set.id}: {plural(len(prompt_set.prompts), 'prompt')}")
 
     def on_item(self, item: ItemResult) -> None:
         with self._lock:

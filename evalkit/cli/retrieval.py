@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,11 +12,16 @@ from evalkit.cli.run import Outputs, check_writable, emit, exit_code
 from evalkit.errors import RunsNotStored
 from evalkit.report.text import printable
 
+if TYPE_CHECKING:
+    from evalkit.config import Config
+
 
 @click.command("retrieval")
 @click.argument("target", metavar="SET")
 @click.option(
-    "--retriever", required=True, metavar="ID", help="Retriever id from evalkit.yaml, or the built-in 'lexical'."
+    "--retriever",
+    metavar="ID",
+    help="Retriever id from evalkit.yaml, or the built-in 'lexical' (the default when no other is configured).",
 )
 @click.option(
     "--limit",
@@ -36,7 +42,7 @@ from evalkit.report.text import printable
 @click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE.")
 @click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
 def retrieval_command(
-    target: str, retriever: str, limit: int, fail_on_regression: bool, max_top1_drop: str | None,
+    target: str, retriever: str | None, limit: int, fail_on_regression: bool, max_top1_drop: str | None,
     max_top3_drop: str | None, db: str | None, config: str | None, fmt: str, output: str | None, junit: str | None,
 ) -> None:  # fmt: skip
     """Measure a retriever on a labelled question set (a file or a set id)."""
@@ -47,7 +53,7 @@ def retrieval_command(
     with collector_paused():
         cfg = api.load_config(config)
         plan = api.plan_retrieval(
-            target, cfg, retriever=retriever, limit=limit, db=db, tolerance_overrides=overrides,
+            target, cfg, retriever=retriever or default_retriever(cfg), limit=limit, db=db, tolerance_overrides=overrides,
             fail_on_regression=fail_on_regression,
         )  # fmt: skip
     for warning in plan.warnings:
@@ -59,6 +65,19 @@ def retrieval_command(
         raise
     emit([run], Outputs(fmt, output, junit))
     sys.exit(exit_code([run]))
+
+
+def default_retriever(config: Config) -> str:
+    """``lexical`` when it is the only retriever there is; with others configured, the user picks."""
+    from evalkit.errors import InputError
+
+    others = sorted(r.id for r in config.retrievers if r.id != "lexical")
+    if others:
+        raise InputError(
+            f"--retriever ID is needed: {config.path} configures {', '.join(others)} besides the built-in lexical; "
+            "name one, e.g. --retriever lexical"
+        )
+    return "lexical"
 
 
 COMMANDS = [retrieval_command]

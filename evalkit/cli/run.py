@@ -115,18 +115,35 @@ def run_command(
             gate_overrides=minimums, baselines=baselines,
         )  # fmt: skip
     announce(plan)
+    note_concurrency(plan)
     try:
         with progress_reporter(plan.repeats * len(plan.targets)) as (on_item, on_start):
             runs = api.execute_plan(plan, progress=on_item, on_start=on_start)
     except RunsNotStored as exc:  # carried out, then the database refused them: reported, exit 3
+        warn_fallbacks(exc.runs)
         emit(exc.runs, outputs)
         raise
+    warn_fallbacks(runs)
     try:
         emit(runs, outputs)
     except KeyboardInterrupt:
         stored = f"the runs were stored ({', '.join(r.run_id for r in runs)})" if plan.db else "no run was stored"
         raise KeyboardInterrupt(f"{stored}; the report was cut short (evalkit show RUN_ID prints it again)") from None
-    sys.exit(exit_code(runs))
+    code = exit_code(runs)
+    if code == 3 and fmt != "table":  # the table says so; JSON and markdown on stdout alone would not
+        say_errored(runs)
+    sys.exit(code)
+
+
+def say_errored(runs: Sequence[Any]) -> None:
+    """One stderr line for an exit 3: how many items errored, in which runs."""
+    errored = sum(r.error_count for r in runs)
+    total = sum(len(r.items) for r in runs)
+    where = ", ".join(f"{printable(r.set_id)} {r.run_id}: {r.error_count}" for r in runs if r.error_count)
+    click.echo(
+        f"Error: {errored} of {total} item{'' if total == 1 else 's'} errored ({where}); each item's error says why",
+        err=True,
+    )
 
 
 def announce(plan: Any) -> None:
@@ -137,6 +154,43 @@ def announce(plan: Any) -> None:
             else "OpenAI from the environment"
         )
         click.echo(f"Using {where}: {plan.provider.id}/{printable(plan.alias)}", err=True)
+
+
+def note_concurrency(plan: Any) -> None:
+    """One stderr line when --concurrency asks for more calls in flight than an HTTP instance's
+    max_concurrency allows: its connections cap them, and a silent cap reads as a slow endpoint."""
+    if plan.concurrency is None:
+        return
+    capped = [
+        f"'{printable(t.provider.id)}' ({t.provider.max_concurrency})"
+        for t in plan.targets
+        if t.provider.adapter in ("openai", "anthropic") and plan.concurrency > t.provider.max_concurrency
+    ]
+    if capped:
+        click.echo(
+            f"Note: --concurrency {plan.concurrency} is above max_concurrency of {', '.join(capped)}: "
+            "at most that many calls are in flight (raise max_concurrency in evalkit.yaml)",
+            err=True,
+        )
+
+
+def warn_fallbacks(runs: Sequence[Any]) -> None:
+    """One stderr line per run whose fallback answered some prompts: a silent fallback would pass
+    off another model's answers as the primary's."""
+    for run in runs:
+        served: dict[str, int] = {}
+        for item in run.items:
+            if item.serving is not None and item.serving.provider != run.provider:
+                served[item.serving.provider] = served.get(item.serving.provider, 0) + 1
+        if served:
+            noun = "prompt" if run.repeats == 1 else "sample"
+            total = len(run.items)
+            to = " and ".join(f"'{printable(name)}' for {count}" for name, count in served.items())
+            click.echo(
+                f"Warning: {run.set_id}: provider '{printable(run.provider)}' fell back to {to} "
+                f"of {total} {noun}{'' if total == 1 else 's'} (its own calls failed)",
+                err=True,
+            )
 
 
 def progress_reporter(samples_per_prompt: int) -> AbstractContextManager[ProgressHooks]:

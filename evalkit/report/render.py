@@ -41,6 +41,15 @@ class SafeConsole(Console):
         return super().render_str(printable(text), **options)
 
 
+def dollars(amount: float) -> str:
+    """A cost in USD: four decimals, or two significant digits below a cent ($0.00042, not $0.0000)."""
+    import math
+
+    if 0 < abs(amount) < 0.01:
+        return f"${amount:.{max(4, 1 - math.floor(math.log10(abs(amount))))}f}"
+    return f"${amount:.4f}"
+
+
 def verdict_style(state: str | None, regressed: bool | None) -> str:
     if regressed:
         return "bold red"
@@ -128,11 +137,13 @@ def render_run(
     if run.grader_usage.total:
         summary += f" · judge tokens {run.grader_usage.input_tokens:,} in / {run.grader_usage.output_tokens:,} out"
     if run.cost is not None:
-        summary += f" · cost ${run.cost:.4f}"
+        summary += f" · cost {dollars(run.cost)}"
     if run.grader_cost is not None:
-        summary += f" · judge cost ${run.grader_cost:.4f}"
+        summary += f" · judge cost {dollars(run.grader_cost)}"
     if run.items:  # a gate decided on replayed answers says so (DESIGN 5.5)
-        summary += f" · answers from the cache: {sum(1 for i in run.items if i.cached)} of {len(run.items)}"
+        from evalkit.report.summary import cache_note
+
+        summary += f" · {cache_note(run)}"
     console.print(summary)
     if run.repeats > 1 and run.items:
         from evalkit.report.summary import repeat_summary
@@ -194,35 +205,109 @@ def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]
             f" · {len(rows)} run{'s' if len(rows) != 1 else ''} · trend {sparkline([r['pass_rate'] for r in reversed(rows)])}",
         )
     )
-    table = Table(show_edge=False, header_style="bold", pad_edge=False)
-    for name in ("run", "started", "provider/model", "reported", "grader", "pass rate", "mean", "errors", "verdict"):
-        table.add_column(name, justify="right" if name in ("pass rate", "mean", "errors") else "left")
-    for r in rows:
-        table.add_row(
+    names = ("run", "started", "provider/model", "reported", "grader", "pass rate", "mean", "errors", "verdict")
+    cells = [
+        [
             r["run_id"], str(r["started_at"]), instance(r["provider"], r["model"]), r["reported_model"] or "—", r["grader"],
-            percent(r["pass_rate"]), f"{r['mean_score']:.3f}", str(r["error_count"]),
+            rate_cell(r), mean_cell(r), str(r["error_count"]),
             Text(r["comparison_state"] or "—", style=verdict_style(r["comparison_state"], None)),
-        )  # fmt: skip
-    console.print(table)
+        ]
+        for r in rows
+    ]  # fmt: skip
+    print_fitted(console, None, names, cells, numeric=("pass rate", "mean", "errors"))
+
+
+def rate_cell(row: Mapping[str, Any]) -> str:
+    """A history row's pass rate; a retrieval run's is its top-1 hit rate and says so."""
+    text = percent(row["pass_rate"])
+    return f"{text} (top-1)" if row.get("kind") == "retrieval" else text
+
+
+def mean_cell(row: Mapping[str, Any]) -> str:
+    """A history row's mean score; a retrieval run's is its top-3 hit rate and says so."""
+    text = f"{row['mean_score']:.3f}"
+    return f"{text} (top-3)" if row.get("kind") == "retrieval" else text
+
+
+def privacy_hint(level: str | None) -> str | None:
+    """Why ``show`` prints no answers (or no items) for a run, and which level would keep them."""
+    if level == "metadata":
+        return (
+            "No answers shown: this run was stored at privacy 'metadata' (no prompt or answer text). "
+            "Set privacy: redacted (texts with secrets masked) or privacy: full in evalkit.yaml to keep "
+            "them in later runs."
+        )
+    if level == "none":
+        return (
+            "No items shown: this run was stored at privacy 'none' (aggregates only). Set privacy: metadata "
+            "in evalkit.yaml to keep per-item verdicts in later runs, or redacted / full to keep the answers too."
+        )
+    return None
 
 
 def render_summaries(console: Console, rows: Sequence[dict[str, Any]]) -> None:
     if not rows:
         console.print("No stored runs yet. Run a set with: evalkit run sets/")
         return
-    table = Table(
-        show_edge=False, header_style="bold", pad_edge=False, title="Latest run per set", title_justify="left"
-    )
-    for name in ("set", "latest run", "provider/model", "grader", "pass rate", "mean", "trend", "baseline", "verdict"):
-        table.add_column(name, justify="right" if name in ("pass rate", "mean") else "left")
+    names = ("set", "latest run", "provider/model", "grader", "pass rate", "mean", "trend", "baseline", "verdict")
+    cells = []
     for r in rows:
         verdict = "regressed" if r["regressed"] else (r["comparison_state"] or "—")
-        table.add_row(
-            r["set_id"], r["run_id"], instance(r["provider"], r["model"]), r["grader"], percent(r["pass_rate"]),
-            f"{r['mean_score']:.3f}", sparkline(r["trend"]), r["baseline_run_id"] or "—",
+        cells.append([
+            r["set_id"], r["run_id"], instance(r["provider"], r["model"]), r["grader"], rate_cell(r),
+            mean_cell(r), sparkline(r["trend"]), r["baseline_run_id"] or "—",
             Text(verdict, style=verdict_style(r["comparison_state"], r["regressed"])),
-        )  # fmt: skip
-    console.print(table)
+        ])  # fmt: skip
+    print_fitted(console, "Latest run per set", names, cells, numeric=("pass rate", "mean"))
+
+
+WHOLE = ("set", "run", "latest run", "baseline", "verdict", "pass rate", "mean", "errors")  # never cut or folded
+NARROWEST_FOLD = 8  # a column that wraps is not folded narrower than this to make a table fit
+
+
+def print_fitted(
+    console: Console,
+    title: str | None,
+    names: Sequence[str],
+    rows: Sequence[Sequence[str | RichText]],
+    *,
+    numeric: Sequence[str] = (),
+) -> None:
+    """A table whose ids, verdicts and figures are never cut (the other columns fold), when the
+    console is wide enough for that; else one block per row, ids whole on their own lines, so an
+    id can always be copied into ``show`` or ``compare``."""
+    from rich.cells import cell_len
+
+    def width(cell: str | RichText) -> int:
+        plain = cell.plain if isinstance(cell, RichText) else printable(cell)
+        return max((cell_len(line) for line in plain.splitlines()), default=0)
+
+    needed = 3 * (len(names) - 1)  # padding and the rule between columns
+    for index, name in enumerate(names):
+        widest = max([width(name), *(width(row[index]) for row in rows)])
+        needed += widest if name in WHOLE else min(widest, NARROWEST_FOLD)
+    if needed <= console.width:
+        table = Table(show_edge=False, header_style="bold", pad_edge=False, title=title, title_justify="left")
+        for name in names:
+            table.add_column(
+                name, justify="right" if name in numeric else "left", overflow="fold", no_wrap=name in WHOLE
+            )  # fmt: skip
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    if title:
+        console.print(Text(title, style="bold"))
+    ids = [i for i, name in enumerate(names) if i and name in ("latest run", "baseline")]
+    for row in rows:
+        head = Text(row[0], style="bold") if isinstance(row[0], str) else row[0]
+        console.print(Text.assemble(head, "  ", row[-1]) if names[-1] == "verdict" else head)
+        rest = [i for i in range(1, len(names) - (names[-1] == "verdict")) if i not in ids]
+        for part in ([ids] if ids else []) + [rest]:
+            joined = Text(" · ").join(Text.assemble(f"{names[i]} ", row[i]) for i in part)
+            for line in joined.wrap(console, max(1, console.width - 2)):
+                line.rstrip()
+                console.print(Text.assemble("  ", line))
 
 
 def _rates_table(title: str, rows: Mapping[str, Mapping[str, float | int]]) -> Table:
@@ -254,14 +339,16 @@ def render_retrieval(console: Console, run: RetrievalRunResult, gate: Mapping[st
         )  # fmt: skip
     console.print(table)
     if len(items) < len(run.items):
-        console.print(Text(f"{len(run.items) - len(items)} questions with a top-3 hit not listed", style="dim"))
+        unlisted = len(run.items) - len(items)
+        plural = "s" if unlisted != 1 else ""
+        console.print(Text(f"{unlisted} question{plural} with a top-3 hit not listed", style="dim"))
     console.print(
         f"Top-1 hit rate {percent(run.top1_hit_rate)} ({run.top1_hits}/{run.question_count}) · "
         f"top-3 hit rate {percent(run.top3_hit_rate)} ({run.top3_hits}/{run.question_count}) · errors {run.error_count}"
     )
     metrics = " · ".join(f"{name} {value:.3f}" for name, value in run.metrics.items())
     left_out = f"; {run.left_out} without expected ids left out" if run.left_out else ""
-    console.print(f"{metrics} (over {run.scored} questions{left_out})")
+    console.print(f"{metrics} (over {run.scored} question{'s' if run.scored != 1 else ''}{left_out})")
     console.print(_rates_table("By form", run.by_form))
     if run.by_hard_class:
         console.print(_rates_table("By hard class", run.by_hard_class))
@@ -362,6 +449,16 @@ def render_comparison(console: Console, result: Any) -> None:
     table = Table(
         show_edge=False, header_style="bold", pad_edge=False, title="Items that changed", title_justify="left"
     )
+    if result.first.get("kind") == "retrieval":  # passed = top-1 hit, score = top-3 hit
+        for name in ("question", "first top-1", "second top-1", "first top-3", "second top-3"):
+            table.add_column(name)
+        for flip in result.flips:
+            table.add_row(
+                flip.id, *(_hit_cell(rate) for rate in (flip.first_pass_rate, flip.second_pass_rate)),
+                *(_hit_cell(score) for score in (flip.first_score, flip.second_score)),
+            )  # fmt: skip
+        console.print(table)
+        return
     for name in ("item", "first", "second", "score delta"):
         table.add_column(name, justify="right" if name == "score delta" else "left")
     for flip in result.flips:
@@ -372,6 +469,12 @@ def render_comparison(console: Console, result: Any) -> None:
             f"{flip.second_score - flip.first_score:+.3f}",
         )
     console.print(table)
+
+
+def _hit_cell(rate: float) -> Text:
+    if rate in (0.0, 1.0):
+        return Text("hit", style="green") if rate else Text("miss", style="red")
+    return Text(percent(rate), style="yellow")
 
 
 def _pass_cell(rate: float) -> Text:

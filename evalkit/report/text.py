@@ -51,12 +51,31 @@ def comparison_lines(result: Any) -> list[str]:
     """The verdict of ``evalkit compare`` in words (shared by table and markdown)."""
     test = result.test
     first, second = result.first, result.second
-    low, high = test.mean_score_ci
+    if first.get("kind") == "retrieval":
+        return _retrieval_comparison_lines(result)
     lines = [
         f"Paired items: {test.paired} ({test.only_first} only in the first run, {test.only_second} only in the second)",
         f"{test.describe()} ({test.test}: {test.lost} pass->fail, {test.gained} fail->pass)",
-        f"mean score {test.mean_score_delta:+.3f} (95% CI {low:+.3f} … {high:+.3f})",
+        f"mean score {test.mean_score_delta:+.3f} ({test.score_interval()})",
         f"Whole runs: pass rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
         f"mean score {first['mean_score']:.3f} -> {second['mean_score']:.3f}",
     ]
     return lines
+
+
+def _retrieval_comparison_lines(result: Any) -> list[str]:
+    """The same verdict for two retrieval runs, in their terms: a stored retrieval item "passed"
+    when its top-1 id was expected and "scored" 1 when one of its top three was."""
+    test = result.test
+    first, second = result.first, result.second
+    low, high = test.mean_score_ci
+    top3 = f"95% CI {low * 100:+.1f} … {high * 100:+.1f}" if low != high else test.score_interval()
+    return [
+        f"Paired questions: {test.paired} ({test.only_first} only in the first run, {test.only_second} only in the second)",
+        # describe() words the paired test of the stored "pass" (here: the top-1 hit)
+        f"top-1 hit rate{test.describe().removeprefix('pass rate')} ({test.test}: {test.lost} hit->miss, "
+        f"{test.gained} miss->hit)",
+        f"top-3 hit rate {test.mean_score_delta * 100:+.1f} pp ({top3})",
+        f"Whole runs: top-1 hit rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
+        f"top-3 hit rate {percent(first['mean_score'])} -> {percent(second['mean_score'])}",
+    ]

@@ -50,6 +50,7 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
     for target in targets:
         if target.is_dir():
             files.extend(yaml_files(target))
+            files.extend(_baseline_files_in(target))
             if (target / CONFIG_NAME).is_file():
                 files.append(target / CONFIG_NAME)
                 configs.add(target / CONFIG_NAME)
@@ -100,6 +101,23 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
     return report
 
 
+def _baseline_files_in(folder: Path) -> list[Path]:
+    """The baseline files of a folder named to validate: every ``.json`` directly in it when it is
+    a baselines folder (named so, or holding one), else none (a set folder may keep other JSON)."""
+    found = sorted(p for p in folder.glob("*.json") if p.is_file())
+    if folder.name == "baselines" or any(_is_baseline_file(p) for p in found):
+        return found
+    return []
+
+
+def _is_baseline_file(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return b'"evalkit-baseline/' in handle.read(4096)
+    except OSError:
+        return False
+
+
 def _holds_answers(file: Path) -> bool:
     """Whether a JSON Lines file holds replay answers (``response``) rather than documents."""
     try:
@@ -133,7 +151,20 @@ def _config_file_issues(doc: Document, file: Path) -> list[Issue]:
                 issues.append(
                     doc.issue(("providers", index, key), f"{what} {written!r} not found (relative to {file.name})")
                 )
+            elif isinstance(written, str) and key == "path" and provider.get("adapter") == "replay":
+                issues += _answers_issues(file.parent / written)
     return issues
+
+
+def _answers_issues(path: Path) -> list[Issue]:
+    """A replay answers file the config names is read as the replay adapter would read it."""
+    try:
+        read_answers(path)
+    except SetError as exc:
+        return exc.issues
+    except InputError as exc:  # unreadable as a whole
+        return [Issue(str(path), 0, 0, "", str(exc))]
+    return []
 
 
 def _configured(config_path: Path) -> Config | None:

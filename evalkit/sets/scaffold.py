@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from evalkit.config import CONFIG_NAME
+from evalkit.errors import InputError
 from evalkit.sets.validation import SCHEMA_FILES, schema_dir
 
 CONFIG_TEMPLATE = """\
@@ -65,7 +67,7 @@ EXAMPLE_SET = """\
 id: example.basics
 name: Example prompts
 description: A starting point; each prompt is graded by its assertions.
-params: {temperature: 0, max_tokens: 48}
+params: {temperature: 0, max_tokens: 128}   # room for a whole answer: a cut-off one fails
 prompts:
   - id: capital-of-france
     prompt: What is the capital of France? Answer with the city name only.
@@ -76,7 +78,8 @@ prompts:
     assertions:
       - contains: "4"
   - id: json-object
-    prompt: 'Return only this JSON object, nothing else: {"ok": true}'
+    system: You answer with JSON only, no other text.
+    prompt: 'Repeat this JSON exactly: {"ok": true}'
     assertions:
       - json_schema: {type: object, required: [ok], properties: {ok: {type: boolean}}}
 """
@@ -108,7 +111,15 @@ def scaffold(root: Path, force: bool = False) -> list[tuple[Path, bool]]:
     """Write the templates under ``root``; existing files are kept unless ``force``.
 
     The JSON Schemas are copied to .evalkit/schemas/ so editors can check the files offline.
+    Inside a folder of an existing project (an evalkit.yaml in an ancestor) nothing is written
+    unless ``force``: a second project there would hide the first one's config from this folder.
     """
+    above = project_above(root)
+    if above is not None and not force:
+        raise InputError(
+            f"this folder is inside the evalkit project of {above}, so nothing was written: "
+            f"work from {above.parent}, or pass --force to start a separate project here"
+        )
     schemas = root / ".evalkit" / "schemas"
     schemas.mkdir(parents=True, exist_ok=True)
     for name in SCHEMA_FILES.values():
@@ -127,3 +138,13 @@ def scaffold(root: Path, force: bool = False) -> list[tuple[Path, bool]]:
         path.write_text(text, encoding="utf-8")
         written.append((path, True))
     return written
+
+
+def project_above(root: Path) -> Path | None:
+    """The evalkit.yaml of a project that ``root`` lies inside (in an ancestor, not ``root``)."""
+    resolved = root.resolve()
+    for folder in resolved.parents:
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None

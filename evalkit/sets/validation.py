@@ -14,6 +14,7 @@ import difflib
 import functools
 import json
 import math
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,7 @@ def _message(keyword: str, error: Any, schema: dict[str, Any]) -> str:
         return hint if schema.get("x-secret") else f"{_clip(value)} {hint}"
     if keyword == "enum":
         options = ", ".join(str(v) for v in error.validator_value)
-        return f"{_clip(value)} is not one of: {options}"
+        return f"{_clip(value)} is not one of: {options}{_did_you_mean(value, error.validator_value)}"
     if keyword == "minItems":
         return f"must have at least {error.validator_value} item{'s' if error.validator_value != 1 else ''}"
     if keyword == "minimum":
@@ -179,9 +180,35 @@ def _message(keyword: str, error: Any, schema: dict[str, Any]) -> str:
     return str(error.message)
 
 
+SUGGEST_CUTOFF = 0.75  # difflib's ratio; at its default 0.6 'vars' suggested 'params'
+
+
+def suggest(word: str, candidates: Sequence[str]) -> str | None:
+    """The candidate ``word`` is most likely a misspelling of, or None. Never one that differs from
+    it by a leading word (a prefix stripped or added: 'not_contains' is the opposite of 'contains',
+    not a typo of it), nor one merely as close as two different short words are."""
+    fitting = [c for c in candidates if not _other_name(word, c)]
+    close = difflib.get_close_matches(word, fitting, n=1, cutoff=SUGGEST_CUTOFF)
+    return close[0] if close else None
+
+
+def _other_name(word: str, candidate: str) -> bool:
+    """``word`` and ``candidate`` are different names, not one misspelt: one is negated and the
+    other not, or one is the other with leading words added (``not_contains``, ``strict_exact``)."""
+    a, b = word.casefold(), candidate.casefold()
+    if a.startswith("not_") != b.startswith("not_"):
+        return True
+    short, long = sorted((a.split("_"), b.split("_")), key=len)
+    return len(short) < len(long) and long[-len(short) :] == short
+
+
+def _did_you_mean(word: Any, candidates: Sequence[Any]) -> str:
+    found = suggest(word, [str(c) for c in candidates]) if isinstance(word, str) else None
+    return f"; did you mean '{found}'?" if found else ""
+
+
 def _unknown_key_issue(doc: Document, path: tuple[PathPart, ...], key: str, names: str, allowed: list[str]) -> Issue:
-    suggestion = difflib.get_close_matches(key, allowed, n=1)
-    hint = f"; did you mean '{suggestion[0]}'?" if suggestion else ""
+    hint = _did_you_mean(key, allowed)
     message = f"unknown {names} '{key}' (expected one of: {', '.join(allowed)}){hint}"
     if names != "key":  # a typed key (an assertion type): point at the list item, not the key
         return doc.issue(path, message)

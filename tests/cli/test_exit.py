@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def evalkit_shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -25,6 +27,7 @@ def test_a_closed_stdout_is_no_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_large_json_output_arrives_whole_through_a_pipe(tmp_path: Path) -> None:
     prompts = "\n".join(f"  - {{id: p{i}, prompt: 'question {i}', assertions: [{{contains: x}}]}}" for i in range(2000))
     (tmp_path / "big.yaml").write_text(f"id: exit.big\nname: Big\nprompts:\n{prompts}\n")

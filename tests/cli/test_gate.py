@@ -61,6 +61,7 @@ def stored_runs(db: Path) -> int:
         con.close()
 
 
+@pytest.mark.slow
 def test_states_and_exit_codes(cli, project: FakeServer) -> None:
     result, doc = run_json(cli, "--fail-on-regression")
     assert (result.exit_code, doc["comparison"]["state"]) == (0, "baseline")
@@ -153,6 +154,7 @@ def test_accepted_tolerances(cli, project: FakeServer, option: str, value: str) 
     assert doc["tolerances"][key] == abs(float(value))
 
 
+@pytest.mark.slow
 def test_scope_other_runs_never_hide_the_baseline(cli, project: FakeServer) -> None:
     _, base = run_json(cli)
     run_json(cli, "--provider", "fake2")  # another instance

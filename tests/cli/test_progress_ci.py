@@ -148,7 +148,7 @@ def test_no_time_line_once_the_set_is_done_or_before_any_set(reporter: PlainProg
     reporter.on_item(item())
     clock.now += 60.0
     reporter.tick()
-    assert lines(stream) == ["Running s.done: 1 prompts", "s.done: 1/1 prompts, 0 errors, 0.0 s"]
+    assert lines(stream) == ["Running s.done: 1 prompt", "s.done: 1/1 prompts, 0 errors, 0.0 s"]
 
 
 def test_each_set_has_its_own_count_and_clock(reporter: PlainProgress, clock: FakeClock, stream) -> None:
@@ -197,7 +197,7 @@ def test_the_plain_reporter_hands_back_its_hooks(stream) -> None:
         assert isinstance(hooks, ProgressHooks)
         hooks.on_start(prompt_set("s.hooks", 1))
         hooks.on_item(item())
-    assert lines(stream)[0] == "Running s.hooks: 1 prompts"
+    assert lines(stream)[0] == "Running s.hooks: 1 prompt"
     assert re.fullmatch(r"s\.hooks: 1/1 prompts, 0 errors, \d+\.\d s", lines(stream)[1])
 
 

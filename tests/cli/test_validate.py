@@ -281,7 +281,8 @@ SET_CASES: list[Any] = [
     case(
         "yaml_syntax_error",
         [
-            "tests/data/invalid/yaml_syntax_error.yaml:6:4: YAML error: expected <block end>, but found '<block mapping start>' (while parsing a block collection)"
+            "tests/data/invalid/yaml_syntax_error.yaml:6:4: YAML error: the indentation is inconsistent at line 6: "
+            "indent it like the other keys (or list items) of the block it belongs to"
         ],
     ),
 ]
@@ -471,7 +472,8 @@ def config_path(name: str) -> str:
 def run_error_line(lines: list[str]) -> str:
     """What `evalkit run` prints for a file with these issues: the first, and how many more."""
     more = len(lines) - 1
-    suffix = f" (and {more} more; run `evalkit validate` to list them)" if more else ""
+    files = " ".join(dict.fromkeys(line.split(":")[0] for line in lines))
+    suffix = f" (and {more} more; run `evalkit validate {files}` to list them)" if more else ""
     return f"Error: {lines[0]}{suffix}"
 
 
@@ -607,7 +609,7 @@ def test_validate_lists_every_error_in_a_file(cli, write_file) -> None:
     assert run.exit_code == 2
     assert run.stderr.splitlines() == [
         "Error: several.yaml:1:5: id: 'Bad-Id' is not a valid set id: use lowercase letters, digits and _ in "
-        "dot-separated parts (e.g. acme_search.faq) (and 7 more; run `evalkit validate` to list them)"
+        "dot-separated parts (e.g. acme_search.faq) (and 7 more; run `evalkit validate several.yaml` to list them)"
     ]
 
 

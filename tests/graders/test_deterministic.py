@@ -442,6 +442,7 @@ def test_catastrophic_regex_gives_up_with_a_reason(monkeypatch: pytest.MonkeyPat
     assert "gave up" in reason
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_a_slow_regex_is_matched_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     # Other calls in flight keep running while a catastrophic regex uses up its time limit.
@@ -493,6 +494,7 @@ def test_nested_quantifier_without_match_fails() -> None:
     assert result.assertions[0].reason
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_run_with_a_catastrophic_regex_grades_the_other_prompts(cli: Any, write_file: Any) -> None:
     write_file("evalkit.yaml", "providers: [{id: rec, adapter: replay, path: answers.jsonl}]\n")

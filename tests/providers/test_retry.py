@@ -156,6 +156,7 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, float | None]]:
     return asked
 
 
+@pytest.mark.slow
 def test_429_with_retry_after_seconds_then_success(
     cli: Any, fake_config: Path, fake_llm: FakeServer, write_file: Any, waits: list[Any]
 ) -> None:
@@ -263,6 +264,7 @@ def short_timeout_config(write_file: Any, fake_llm: FakeServer) -> Path:
     )
 
 
+@pytest.mark.slow
 def test_read_timeout_is_retried_then_item_error(
     cli: Any, short_timeout_config: Path, fake_llm: FakeServer, write_file: Any
 ) -> None:

@@ -660,6 +660,7 @@ def test_deeply_nested_json_in_a_reply_is_a_malformed_json_error(fake_llm: FakeS
         post(fake_llm.url)
 
 
+@pytest.mark.slow
 def test_a_retry_after_holds_off_every_lane_not_only_the_one_that_got_it(fake_llm: FakeServer) -> None:
     fake_llm.enqueue(Reply(status=429, json={"error": "slow down"}, headers={"Retry-After": "1"}))
     received: list[float] = []

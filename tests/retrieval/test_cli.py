@@ -7,6 +7,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +219,7 @@ def test_junit_parses_back(cli: Any, mixed: Search, tmp_path: Path) -> None:
 # ---------------------------------------------------------------- comparison states and exit codes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gate", [False, True], ids=["no-gate", "fail-on-regression"])
 def test_states_and_exit_codes(cli: Any, ten: Search, write_file: Any, gate: bool) -> None:
     flag = ("--fail-on-regression",) if gate else ()
@@ -293,6 +295,7 @@ def test_drop_equal_to_the_tolerance_uses_exact_arithmetic(cli: Any, ten: Search
     assert (result.exit_code, result.doc["comparison"]["regressed"]) == (1, True)
 
 
+@pytest.mark.slow
 def test_options_override_the_set_tolerances(cli: Any, ten: Search, write_file: Any) -> None:
     write_file("sets/ten.yaml", ten_questions("tolerances: {max_top1_drop: 0, max_top3_drop: 0}\n"))
     retrieval(cli)
@@ -655,3 +658,15 @@ def test_a_retrieval_run_the_database_refuses_is_still_reported(
     assert (doc["top1_hit_rate"], doc["comparison"]["state"]) == (1.0, "unknown")
     assert doc["comparison"]["reason"].startswith("Not compared: the run could not be stored (")
     assert json.loads(Path("out.json").read_text()) == doc
+
+
+def test_a_retrieval_run_id_names_its_stored_start(cli: Any, ten: Search, monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalkit.runner
+    import evalkit.session
+    from tests.cli.test_first_hour_2 import SteppingClock
+
+    monkeypatch.setattr(evalkit.session, "datetime", SteppingClock)
+    monkeypatch.setattr(evalkit.runner, "datetime", SteppingClock)  # each reading a minute later
+    doc = retrieval(cli).doc
+    started = datetime.fromisoformat(doc["started_at"])
+    assert doc["run_id"][:15] == f"{started:%Y%m%d-%H%M%S}"

@@ -109,7 +109,7 @@ def test_malformed_lines_are_reported_with_their_line_numbers(tmp_path: Path) ->
     assert messages[6].startswith("not a JSON object (")
     assert messages[7] == "JSON nested too deeply to read; flatten it"
     assert str(info.value).startswith(f"{path}:2:1: not a JSON object (")
-    assert str(info.value).endswith("(and 7 more; run `evalkit validate` to list them)")
+    assert str(info.value).endswith(f"(and 7 more; run `evalkit validate {path}` to list them)")
 
 
 def test_missing_corpus_points_at_the_corpus_line_of_the_set(cli: Any, write_file: Any, db_file: Path) -> None:
@@ -153,7 +153,7 @@ def test_validate_lists_the_corpus_errors_it_is_pointed_to(cli: Any, write_file:
     write_file("sets/corpus/docs.jsonl", jsonl({"id": "apple", "text": "a"}, "nope", {"id": "apple", "text": "b"}))
     run = cli("retrieval", "sets/fruit.yaml", "--retriever", "lexical")
     assert run.exit_code == 2
-    assert "run `evalkit validate` to list them" in run.stderr
+    assert "run `evalkit validate sets/corpus/docs.jsonl` to list them" in run.stderr
     result = cli("validate", "sets/fruit.yaml")
     assert result.exit_code == 2
     assert "sets/corpus/docs.jsonl:2:1: not a JSON object" in result.stderr

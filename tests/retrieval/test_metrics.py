@@ -159,6 +159,7 @@ def oracle(questions: Sequence[Question], rankings: Sequence[Sequence[str]]) -> 
     return values
 
 
+@pytest.mark.slow
 @PROPERTIES
 @given(st.lists(LABELLED, min_size=1, max_size=8))
 def test_metrics_and_hit_rates_equal_ir_measures(cases: list[tuple[list[str], list[str]]]) -> None:

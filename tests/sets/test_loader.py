@@ -176,7 +176,7 @@ def test_set_error_message_counts_the_other_issues(write_file) -> None:
         (3, 10, "prompts", "must have at least 1 item"),
     ]
     assert str(caught.value) == (
-        f"{path}:2:7: name: must not be empty (and 1 more; run `evalkit validate` to list them)"
+        f"{path}:2:7: name: must not be empty (and 1 more; run `evalkit validate {path}` to list them)"
     )
 
 

@@ -181,6 +181,7 @@ def block_yaml(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=prompt_sets(), block=st.booleans())
 def test_generated_prompt_sets_load_back_equal(data: dict[str, Any], block: bool) -> None:

@@ -52,6 +52,7 @@ def repo_files(suffix: str) -> Iterator[Path]:
                 yield Path(root) / name
 
 
+@pytest.mark.slow
 def test_wheel_carries_the_schemas(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
@@ -69,6 +70,7 @@ def test_the_repository_has_one_copy_of_the_schemas() -> None:
     assert copies == sorted(f"schemas/{name}" for name in SCHEMAS)
 
 
+@pytest.mark.slow
 def test_installed_wheel_validates_outside_the_repository(installed: Path, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
     (outside / "sets").mkdir(parents=True)

@@ -70,6 +70,7 @@ def project(isolated: Path, fake_llm: FakeServer) -> Path:
     return isolated
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_database_both_succeed(project: Path, fake_llm: FakeServer, db_file: Path) -> None:
     fake_llm.handler = lambda request: Reply(json=openai_reply("ok").json, delay_s=0.005)
     first = evalkit(project, "run", "sets/a.yaml", "--no-cache")
@@ -82,6 +83,7 @@ def test_two_processes_writing_one_database_both_succeed(project: Path, fake_llm
     assert query(db_file, "select count(*) from results") == [(80,)]
 
 
+@pytest.mark.slow
 def test_kill_9_midway_leaves_the_database_readable_with_earlier_runs(
     project: Path, fake_llm: FakeServer, db_file: Path
 ) -> None:
@@ -101,6 +103,7 @@ def test_kill_9_midway_leaves_the_database_readable_with_earlier_runs(
     assert finish(again) == 0
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_received_answers_in_the_cache_and_stores_no_run(
     project: Path, fake_llm: FakeServer, db_file: Path
 ) -> None:
@@ -133,6 +136,7 @@ def test_ctrl_c_keeps_received_answers_in_the_cache_and_stores_no_run(
     assert json.loads(out)["passed_count"] == 40
 
 
+@pytest.mark.slow
 def test_a_held_database_is_waited_for_then_given_up_with_exit_3(
     project: Path, fake_llm: FakeServer, db_file: Path
 ) -> None:
@@ -150,6 +154,7 @@ def test_a_held_database_is_waited_for_then_given_up_with_exit_3(
     assert fake_llm.calls == 0
 
 
+@pytest.mark.slow
 def test_without_cache_replay_a_held_database_is_still_waited_for_before_any_call(
     project: Path, fake_llm: FakeServer, db_file: Path
 ) -> None:
@@ -179,6 +184,7 @@ def test_without_cache_replay_an_unopenable_database_is_exit_3(project: Path, fa
     assert "cannot open the database" in err.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wait", ["60", "0"])
 def test_ctrl_c_while_another_process_holds_the_database_does_not_wait_for_it(
     project: Path, fake_llm: FakeServer, db_file: Path, wait: str
