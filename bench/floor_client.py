@@ -7,7 +7,7 @@ connections, one request at a time on each, on raw asyncio streams: no HTTP libr
 parsing beyond Content-Length and ``json.loads``, no grading, no storing. With
 ``--import-stack`` it first imports what evalkit must load before its first call, whatever
 its own code does: click (the command line), ruamel.yaml (reading the set), jsonschema
-(validating it) and httpcore (calling). Prints the number of answers read.
+(validating it) and httpx (calling). Prints the number of answers read.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def main() -> None:
     url, n, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     if "--import-stack" in sys.argv[4:]:
         import click  # noqa: F401
-        import httpcore  # noqa: F401
+        import httpx  # noqa: F401
         import jsonschema  # noqa: F401
         from ruamel.yaml import YAML
 

@@ -56,6 +56,9 @@ class ProviderConfig:
     temperature: float = 0.0  # local
     seed: int = 42  # local
     headers: Mapping[str, str] = field(default_factory=dict)
+    max_response_mb: float = 32.0  # a larger (decoded) response is an item error
+    proxy: str | None = None  # else the environment's HTTPS_PROXY / NO_PROXY ...; may hold credentials
+    ca_bundle: Path | None = None  # else SSL_CERT_FILE / SSL_CERT_DIR, else certifi
     implicit: bool = False  # made from the environment or the local default, not configured
 
     @property

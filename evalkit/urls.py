@@ -1,4 +1,7 @@
-"""An http(s) URL as it goes on the wire, checked where the config is read and where it is called."""
+"""An http(s) URL checked where the config is read and where it is called, and its identity for
+the completion cache. httpx does the encoding on the wire; this only says whether a URL is one
+evalkit can call (without echoing any password it carries) and spells it canonically.
+"""
 
 from __future__ import annotations
 
@@ -21,12 +24,15 @@ class Endpoint:
     target: str
 
     @classmethod
-    def parse(cls, url: str) -> Endpoint:
-        """The endpoint of ``url``; ValueError saying why it cannot be one."""
+    def parse(cls, url: str, *, userinfo: bool = False) -> Endpoint:
+        """The endpoint of ``url``; ValueError saying why it cannot be one. A user:password@ is
+        refused unless ``userinfo`` (a proxy's credentials): an endpoint's key goes in api_key_env."""
         parts = urlsplit(url)
         port = parts.port  # ValueError for a port that is not a number in 0..65535
         if parts.scheme not in ("http", "https"):
             raise ValueError("it must start with http:// or https://")
+        if not userinfo and "@" in parts.netloc:
+            raise ValueError("credentials in the URL (user:password@) are never sent; put the key in api_key_env")
         host = parts.hostname or ""
         if not host:
             raise ValueError("no host")
@@ -55,10 +61,28 @@ class Endpoint:
         default = {"http": 80, "https": 443}[self.scheme]
         return host if self.port in (None, default) else f"{host}:{self.port}"
 
-    def joined(self, path: str) -> Endpoint:
-        """This endpoint with ``path`` appended to its path ("" is the endpoint itself)."""
-        if not path:
-            return self
-        base, _, query = self.target.partition("?")
-        target = base.rstrip("/") + "/" + quote(path.lstrip("/"), safe=_QUERY_SAFE)
-        return Endpoint(self.scheme, self.host, self.port, target + (f"?{query}" if query else ""))
+
+def redacted(url: str) -> str:
+    """``url`` with any user:password@ shown as ***@ (for messages)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, tail = rest.partition("/")
+    if "@" not in authority:
+        return url
+    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{tail}"
+
+
+def userinfo_secrets(url: str | None) -> tuple[str, ...]:
+    """The user:password (as written and decoded) in ``url``, to mask in every message."""
+    if not url:
+        return ()
+    parts = urlsplit(url)
+    authority = parts.netloc.rpartition("@")
+    if not authority[1]:
+        return ()
+    found = [authority[0], *(p for p in (parts.password, parts.username) if p)]
+    from urllib.parse import unquote
+
+    found += [unquote(p) for p in found]
+    return tuple(sorted({p for p in found if p}, key=len, reverse=True))

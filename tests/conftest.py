@@ -29,6 +29,10 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "ANTHROPIC_API_KEY",
         "NO_COLOR",
         "EVALKIT_DB_WAIT_S",
+        # the network environment: no test goes through the machine's proxy or trusts its CAs
+        *(v for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY") for v in (name, name.lower())),
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
     ):
         monkeypatch.delenv(var, raising=False)
     work = tmp_path / "work"

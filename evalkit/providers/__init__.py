@@ -62,14 +62,14 @@ def endpoint_identity(config: ProviderConfig) -> str:
     slash dropped; any user:password@ is never sent, so never part of it), or the local model
     file's content hash. Never a key or a header value."""
     if config.adapter in ("openai", "anthropic"):
-        from evalkit.urls import Endpoint
+        from evalkit.urls import Endpoint, redacted
 
         default = OPENAI_DEFAULT_URL if config.adapter == "openai" else ANTHROPIC_DEFAULT_URL
         try:
-            endpoint = Endpoint.parse(config.base_url or default)
+            endpoint = Endpoint.parse(config.base_url or default, userinfo=True)  # refused at load; never part of it
         except ValueError as exc:  # check_provider says so first; an API caller may not have asked it
             raise InputError(
-                f"provider '{config.id}': base_url {config.base_url!r} is not a usable URL ({exc})"
+                f"provider '{config.id}': base_url {redacted(config.base_url or default)!r} is not a usable URL ({exc})"
             ) from None
         path, _, query = endpoint.target.partition("?")
         # a query may carry a key (?key=...): it is part of the identity, hashed, never kept as text

@@ -11,7 +11,7 @@ from evalkit.config import Config, Cost, ProviderConfig, RetrieverConfig, find_c
 from evalkit.errors import Issue, SetError
 from evalkit.sets.validation import schema_issues
 from evalkit.sets.yamldoc import Document, duplicate_ids, load_document
-from evalkit.urls import Endpoint
+from evalkit.urls import Endpoint, redacted
 
 URL_START = re.compile(r"(?i)https?://")
 
@@ -81,8 +81,35 @@ def config_issues(doc: Document) -> list[Issue]:
                 try:
                     Endpoint.parse(url)
                 except ValueError as exc:
-                    issues.append(doc.issue((section, index, key), f"{url!r} is not a usable URL ({exc})"))
+                    issues.append(doc.issue((section, index, key), f"{redacted(url)!r} is not a usable URL ({exc})"))
+    issues.extend(_transport_issues(doc, data))
     return sorted(issues, key=lambda i: (i.line, i.col))
+
+
+def _transport_issues(doc: Document, data: dict[str, Any]) -> list[Issue]:
+    """A provider's proxy (its credentials never shown) and ca_bundle (a file, relative to the config)."""
+    issues: list[Issue] = []
+    root = Path(doc.file).parent
+    for index, entry in enumerate(data.get("providers") or []):
+        if not isinstance(entry, dict):
+            continue
+        proxy = entry.get("proxy")
+        if isinstance(proxy, str) and URL_START.match(proxy):
+            try:
+                Endpoint.parse(proxy, userinfo=True)
+            except ValueError as exc:
+                issues.append(
+                    doc.issue(("providers", index, "proxy"), f"{redacted(proxy)!r} is not a usable URL ({exc})")
+                )
+        bundle = entry.get("ca_bundle")
+        if isinstance(bundle, str) and bundle and not (root / bundle).is_file():
+            issues.append(
+                doc.issue(
+                    ("providers", index, "ca_bundle"),
+                    f"no CA bundle file at {bundle!r} (relative to {Path(doc.file).name}); name a PEM file",
+                )
+            )
+    return issues
 
 
 def build_config(doc: Document, path: Path) -> Config:
@@ -127,6 +154,9 @@ def _provider(raw: dict[str, Any], root: Path) -> ProviderConfig:
         temperature=float(raw.get("temperature", defaults.temperature)),
         seed=raw.get("seed", defaults.seed),
         headers=dict(raw.get("headers", {})),
+        max_response_mb=float(raw.get("max_response_mb", defaults.max_response_mb)),
+        proxy=raw.get("proxy"),
+        ca_bundle=root / raw["ca_bundle"] if "ca_bundle" in raw else None,
     )
 
 
