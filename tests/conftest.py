@@ -115,6 +115,35 @@ def fake_config(isolated: Path, fake_llm: FakeServer) -> Path:
     )
 
 
+def wrong_answers(isolated: Path, fake_llm: FakeServer, set_file: str, set_text: str) -> FakeServer:
+    """A set file and evalkit.yaml with one openai instance 'fake' (alias-1, no retries) on the
+    loopback server, which answers 'right' (reporting model-1) except to the prompts whose last
+    word is a number in ``fake_llm.wrong``."""
+    from tests.fakeserver import last_user_message, openai_reply
+
+    write(isolated / set_file, set_text)
+    write(
+        isolated / "evalkit.yaml",
+        f"""
+        default_provider: fake
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {fake_llm.url}/v1
+            model: alias-1
+            max_retries: 0
+        """,
+    )
+    fake_llm.wrong = set()  # type: ignore[attr-defined]
+
+    def answer(request: Any) -> Any:
+        index = int(last_user_message(request).split()[-1])
+        return openai_reply("wrong" if index in fake_llm.wrong else "right", model="model-1")  # type: ignore[attr-defined]
+
+    fake_llm.handler = answer
+    return fake_llm
+
+
 def model_installed() -> bool:
     if importlib.util.find_spec("xllamacpp") is None:
         return False

@@ -42,9 +42,9 @@ from evalkit.compare import (
 from evalkit.records import Gate, ItemResult, RetrievalTolerances, RunResult, Tolerances
 from evalkit.report.summary import repeat_summary
 from evalkit.store import Store, save_run
-from tests.conftest import REPO, write
+from tests.conftest import REPO, write, wrong_answers
 from tests.factories import item
-from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
+from tests.fakeserver import FakeServer
 
 Outcome = tuple[str, bool, float]
 
@@ -222,27 +222,7 @@ GATE_SET = "id: sig.small\nname: Small\nprompts:\n" + "".join(
 @pytest.fixture
 def small_gate(isolated: Path, fake_llm: FakeServer) -> FakeServer:
     """Five prompts; ``fake_llm.wrong`` says which are answered wrong."""
-    write(isolated / "sets/small.yaml", GATE_SET)
-    write(
-        isolated / "evalkit.yaml",
-        f"""
-        default_provider: fake
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {fake_llm.url}/v1
-            model: alias-1
-            max_retries: 0
-        """,
-    )
-    fake_llm.wrong = set()  # type: ignore[attr-defined]
-
-    def answer(request: Recorded) -> Reply:
-        index = int(last_user_message(request).split()[-1])
-        return openai_reply("wrong" if index in fake_llm.wrong else "right", model="model-1")  # type: ignore[attr-defined]
-
-    fake_llm.handler = answer
-    return fake_llm
+    return wrong_answers(isolated, fake_llm, "sets/small.yaml", GATE_SET)
 
 
 def test_cli_five_of_five_lost_fails_the_significance_gate(cli: Any, small_gate: FakeServer) -> None:

@@ -14,7 +14,7 @@ import pytest
 import scipy.stats
 
 from evalkit import stats
-from tests.conftest import write
+from tests.conftest import write, wrong_answers
 from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
 
 PROMPTS = ("always", "never", "flaky")
@@ -185,27 +185,7 @@ def test_invalid_repeat_or_significance_exits_2_before_anything_runs(
 def gate_project(isolated: Path, fake_llm: FakeServer) -> FakeServer:
     """Twenty prompts; ``fake_llm.wrong`` says which ones are answered wrong."""
     lines = "".join(f"  - {{id: q{i}, prompt: 'question {i}', assertions: [{{contains: right}}]}}\n" for i in range(20))
-    write(isolated / "sets/sig.yaml", f"id: sig.set\nname: Significance\nprompts:\n{lines}")
-    write(
-        isolated / "evalkit.yaml",
-        f"""
-        default_provider: fake
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {fake_llm.url}/v1
-            model: alias-1
-            max_retries: 0
-        """,
-    )
-    fake_llm.wrong = set()  # type: ignore[attr-defined]
-
-    def answer(request: Recorded) -> Reply:
-        index = int(last_user_message(request).split()[-1])
-        return openai_reply("wrong" if index in fake_llm.wrong else "right", model="model-1")  # type: ignore[attr-defined]
-
-    fake_llm.handler = answer
-    return fake_llm
+    return wrong_answers(isolated, fake_llm, "sets/sig.yaml", f"id: sig.set\nname: Significance\nprompts:\n{lines}")
 
 
 STRICT = ("--max-pass-rate-drop", "0", "--max-mean-score-drop", "0", "--fail-on-regression", "--no-cache")
