@@ -101,6 +101,7 @@ def test_table_lists_flips_and_gate_failures(cli, project: FakeServer) -> None:
     assert "  - pass rate 0.80 (8/10) is below the minimum 0.9" in result.stdout
 
 
+@pytest.mark.slow
 def test_no_ratchet_a_regressed_run_is_not_the_next_baseline(cli, project: FakeServer, tmp_path: Path) -> None:
     _, good = run_json(cli)
     project.wrong = {0, 1, 2, 3}
@@ -144,6 +145,7 @@ def test_baselines_key_in_config(cli, project: FakeServer, isolated: Path) -> No
     assert (isolated / "ci" / "accepted" / "gate.ten.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_second_scope_is_added_sorted(cli, project: FakeServer, isolated: Path) -> None:
     run_json(cli, "--provider", "fake2")
     run_json(cli)
@@ -208,6 +210,7 @@ def test_a_first_run_meets_the_absolute_gates(cli, project: FakeServer, tmp_path
     assert (result.exit_code, doc["gate"]["passed"], doc["gate"]["failures"]) == (0, True, [])
 
 
+@pytest.mark.slow
 def test_set_gate_and_critical_prompts(cli, project: FakeServer, isolated: Path) -> None:
     write(
         isolated / "sets/ten.yaml",

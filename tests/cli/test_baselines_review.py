@@ -64,6 +64,7 @@ def test_a_hand_edited_mean_score_is_exit_2(cli, project: FakeServer, isolated: 
     assert "the mean of its items' scores is 1.0" in result.stderr
 
 
+@pytest.mark.slow
 def test_accept_writes_no_file_when_another_target_file_is_malformed(cli, project: FakeServer, isolated: Path) -> None:
     run_json(cli)
     write(isolated / "sets/other.yaml", f"id: other.set\nname: Other\nprompts:\n{TEN}\n")

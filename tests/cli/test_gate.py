@@ -112,6 +112,7 @@ def test_tolerance_option_widens_the_gate(cli, project: FakeServer) -> None:
     assert doc["tolerances"] == {"max_pass_rate_drop": 0.3, "max_mean_score_drop": 0.3}
 
 
+@pytest.mark.slow
 def test_yaml_tolerance_applies_and_cli_wins(cli, project: FakeServer, isolated: Path) -> None:
     text = (
         (isolated / "sets/ten.yaml")
@@ -168,6 +169,7 @@ def test_scope_other_runs_never_hide_the_baseline(cli, project: FakeServer) -> N
     assert doc["comparison"]["baseline_run_id"] == base["run_id"]
 
 
+@pytest.mark.slow
 def test_errored_run_is_stored_not_compared_and_not_a_baseline(cli, project: FakeServer, db_file: Path) -> None:
     _, base = run_json(cli)
     original = project.handler
@@ -190,6 +192,7 @@ def test_errored_run_is_stored_not_compared_and_not_a_baseline(cli, project: Fak
     assert stored_runs(db_file) == 3
 
 
+@pytest.mark.slow
 def test_mixed_generator_run_is_stored_not_compared_and_exits_1(cli, project: FakeServer, db_file: Path) -> None:
     run_json(cli)
     original = project.handler

@@ -196,6 +196,7 @@ def gate_run(cli: Any, *args: str) -> tuple[Any, Any]:
     return result, json.loads(result.stdout) if result.stdout.strip() else None
 
 
+@pytest.mark.slow
 def test_an_insignificant_drop_passes_the_gate_and_says_so(cli: Any, gate_project: FakeServer) -> None:
     gate_project.wrong = {0, 1, 2}  # type: ignore[attr-defined]
     assert gate_run(cli, *STRICT)[1]["comparison"]["state"] == "baseline"  # 17/20
@@ -258,6 +259,7 @@ def test_significance_in_the_table(cli: Any, gate_project: FakeServer) -> None:
     assert "Gate: passed" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_repeated_run_is_compared_with_the_paired_test(cli: Any, gate_project: FakeServer) -> None:
     assert gate_run(cli, "--no-cache")[0].exit_code == 0
     gate_project.wrong = set(range(10))  # type: ignore[attr-defined]

@@ -265,12 +265,14 @@ def test_states_and_exit_codes(cli: Any, ten: Search, write_file: Any, gate: boo
     assert (sixth.exit_code, sixth.doc["comparison"]["state"], sixth.doc["error_count"]) == (3, "unknown", 1)
 
 
+@pytest.mark.slow
 def test_unknown_fingerprint_stays_unknown_on_rerun(cli: Any, ten: Search) -> None:
     assert retrieval(cli, retriever="blind").doc["comparison"]["state"] == "unknown"
     again = retrieval(cli, "--fail-on-regression", retriever="blind")
     assert (again.exit_code, again.doc["comparison"]["state"]) == (1, "unknown")
 
 
+@pytest.mark.slow
 def test_errored_run_is_stored_but_never_a_baseline(cli: Any, ten: Search, db_file: Path) -> None:
     ten.failing = {"question 0"}
     errored = retrieval(cli)
@@ -392,6 +394,7 @@ def test_treatment_change_in_config_provenance_is_still_compared(
     assert doc["variant_fingerprint"] != first.doc["variant_fingerprint"]
 
 
+@pytest.mark.slow
 def test_changed_corpus_revision_in_config_is_a_mismatch(
     cli: Any, ten: Search, write_file: Any, fake_llm: FakeServer
 ) -> None:
