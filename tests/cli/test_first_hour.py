@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,12 @@ import pytest
 
 from evalkit import api
 from evalkit.report.render import SafeConsole, render_history, render_summaries
-from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
+from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message
+from tests.test_runner import THREE as RUNNER_THREE
+from tests.test_runner import echo as runner_echo
+from tests.test_runner import spare_llm
+
+__all__ = ["spare_llm"]  # the fixture, shared with test_runner
 
 ONE = """
 id: first.one
@@ -28,33 +32,11 @@ prompts:
     assertions: [{contains: echo}]
 """
 
-THREE = """
-id: first.three
-name: Three
-prompts:
-  - id: first
-    prompt: first question
-    assertions: [{contains: echo}]
-  - id: bad
-    prompt: bad question
-    assertions: [{contains: echo}]
-  - id: last
-    prompt: last question
-    assertions: [{contains: echo}]
-"""
+THREE = RUNNER_THREE.replace("id: runner.three", "id: first.three")
 
 
 def echo(model: str = "fake-model-1") -> Any:
-    return lambda req: openai_reply(f"echo: {last_user_message(req)}", model=model)
-
-
-@pytest.fixture
-def spare_llm() -> Iterator[FakeServer]:
-    server = FakeServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return runner_echo(model)
 
 
 @pytest.fixture
