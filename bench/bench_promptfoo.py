@@ -1,7 +1,8 @@
-"""evalkit and promptfoo side by side, in one invocation (issue 8).
+"""evalkit, promptfoo and inspect_ai side by side, in one invocation (issues 8 and 15).
 
-    python bench/bench_promptfoo.py                 # everything; promptfoo from bench/node/
-    python bench/bench_promptfoo.py --smoke         # tiny N, no promptfoo, no model (run by CI)
+    python bench/bench_promptfoo.py                 # everything; promptfoo from bench/node/,
+                                                    # inspect_ai from bench/inspect-venv/
+    python bench/bench_promptfoo.py --smoke         # tiny N, no peers, no model (run by CI)
 
 Starts a loopback OpenAI-compatible server (bench/loopback_server.py) at 0 ms and at 200 ms
 latency and a real local model server (llama.cpp through xllamacpp, bench/model_server.py),
@@ -12,10 +13,14 @@ overhead:
 
   (a) N = 2,000 at 0 ms latency, concurrency 16 (harness overhead);
   (b) N = 500 at 200 ms latency, concurrency 32 (efficiency against N x latency / concurrency);
-  (c) 50 prompts on the real local model, concurrency 1.
+  (c) 50 prompts on the real local model, concurrency 1;
+  (d) N = 5,000 at 200 ms latency, concurrency 64 (ideal 15.6 s: does the fixed cost grow with
+      the work?), evalkit alone.
 
-(b) also gets two floor rows from bench/floor_client.py: a raw asyncio client with no HTTP
-library, bare and after importing the libraries evalkit must load before its first call.
+(b) and (d) also get three floor rows from bench/floor_client.py: a raw asyncio client with no
+HTTP library, bare and after importing the libraries evalkit must load before its first call,
+and the same lanes on httpx's public API (one AsyncClient per lane, one shared TLS context).
+inspect_ai (bench/peer_inspect.py) runs (a) and (b) when bench/inspect-venv exists.
 
 It also records `evalkit --help` start-up, `evalkit validate` over 100 set files and grading
 100,000 pre-generated answers through the replay provider. promptfoo 0.121.20 is installed with
@@ -36,6 +41,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
+from bench import peer_inspect  # noqa: E402
 from bench.measure import Measure, Server, compile_evalkit, measure  # noqa: E402
 
 PROMPTFOO = BENCH / "node" / "node_modules" / ".bin" / "promptfoo"
@@ -141,6 +147,10 @@ def scenario(
             measured, pf_stats = run_promptfoo(folder, config, concurrency)
             passed = pf_stats["successes"] / n  # type: ignore[operator]
             rows.append(_row(name, "promptfoo", n, concurrency, latency_s, measured, f"pass rate {passed:.3f}", None))
+        if "inspect_ai" in tools:
+            task = peer_inspect.inspect_suite(folder, n, prompt, ANSWER_CHECKS)
+            measured, rate = peer_inspect.run_inspect(folder, task, url, concurrency, max_tokens)
+            rows.append(_row(name, "inspect_ai", n, concurrency, latency_s, measured, f"pass rate {rate:.3f}", None))
     return rows
 
 
@@ -148,11 +158,15 @@ def floor_rows(name: str, *, n: int, url: str, concurrency: int, latency_s: floa
     """The same load from bench/floor_client.py, bare and after importing evalkit's stack: the
     least any Python client, then any client on evalkit's stack, can take."""
     rows = []
-    for tool, extra in (("floor: raw asyncio client", []), ("floor: raw client + stack imports", ["--import-stack"])):
+    for tool, extra in (
+        ("floor: raw asyncio client", []),
+        ("floor: raw client + stack imports", ["--import-stack"]),
+        ("floor: httpx client per lane + stack imports", ["--import-stack", "--httpx"]),
+    ):
         m = measure([sys.executable, str(BENCH / "floor_client.py"), url, str(n), str(concurrency), *extra])
         if m.returncode != 0 or m.stdout.strip() != str(n):
             raise SystemExit(f"floor client failed: {m.stderr[-2000:]}")
-        rows.append(_row(name, tool, n, concurrency, latency_s, m, "no parsing, grading or storing", None))
+        rows.append(_row(name, tool, n, concurrency, latency_s, m, "no grading or storing", None))
     return rows
 
 
@@ -241,17 +255,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny N, no promptfoo, no model (the CI smoke)")
     parser.add_argument("--no-promptfoo", action="store_true")
+    parser.add_argument("--no-inspect", action="store_true")
     parser.add_argument("--no-model", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args()
     compile_evalkit()
     smoke = args.smoke
     with_promptfoo = not (smoke or args.no_promptfoo)
-    tools = ("evalkit", "promptfoo") if with_promptfoo else ("evalkit",)
+    with_inspect = not (smoke or args.no_inspect)
+    tools = ("evalkit",) + (("promptfoo",) if with_promptfoo else ()) + (("inspect_ai",) if with_inspect else ())
     if with_promptfoo and not PROMPTFOO.exists():
         raise SystemExit("promptfoo is not installed: npm install --prefix bench/node promptfoo@0.121.20")
-    sizes = {"a": 20, "b": 10, "c": 2, "grading": 200, "validate": 3, "help": 2} if smoke else {
-        "a": 2000, "b": 500, "c": 50, "grading": 100_000, "validate": 100, "help": 15}  # fmt: skip
+    if with_inspect and not peer_inspect.available():
+        raise SystemExit("inspect_ai is not installed: see bench/peer_inspect.py (or pass --no-inspect)")
+    sizes = {"a": 20, "b": 10, "c": 2, "d": 20, "grading": 200, "validate": 3, "help": 2} if smoke else {
+        "a": 2000, "b": 500, "c": 50, "d": 5000, "grading": 100_000, "validate": 100, "help": 15}  # fmt: skip
     results: dict[str, object] = {"machine": f"{os.cpu_count()} cores", "smoke": smoke, "rows": []}
     rows: list[dict[str, object]] = results["rows"]  # type: ignore[assignment]
     fast = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "0")
@@ -260,13 +278,15 @@ def main() -> None:
         rows += scenario("a", n=sizes["a"], url=fast.url, concurrency=16, latency_s=None, tools=tools)
         rows += scenario("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2, tools=tools)
         rows += floor_rows("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2)
+        rows += scenario("d", n=sizes["d"], url=slow.url, concurrency=64, latency_s=0.2, tools=("evalkit",))
+        rows += floor_rows("d", n=sizes["d"], url=slow.url, concurrency=64, latency_s=0.2)
     finally:
         fast.stop()
         slow.stop()
     if not (smoke or args.no_model):
         # A fresh model server per tool: llama.cpp keeps a prompt cache, so a second tool asking
         # the same prompts of the same server would skip their prompt processing.
-        for tool in tools:
+        for tool in (t for t in tools if t != "inspect_ai"):  # inspect_ai is compared on (a) and (b)
             model = Server(str(BENCH / "model_server.py"))
             try:
                 rows += scenario(
@@ -276,6 +296,8 @@ def main() -> None:
             finally:
                 model.stop()
     results["startup"] = help_startup(sizes["help"])
+    if with_inspect:
+        results["startup"]["inspect --version (s)"] = round(peer_inspect.version_startup(), 3)  # type: ignore[index]
     results["validate"] = validate_many(sizes["validate"])
     results["grading"] = grading_throughput(sizes["grading"])
     print(render(results))
@@ -294,14 +316,21 @@ def render(results: dict[str, object]) -> str:
             f"| {r['scenario']} | {r['tool']} | {r['prompts']} | {r['concurrency']} | {r['wall_s']} | {r['peak_rss_mb']} "
             f"| {r['overhead_ms_per_prompt']} | {r['ideal_s'] or '—'} | {r['vs_ideal'] or '—'} | {r['note']} |"
         )
-    for name in ("a", "b", "c"):
-        pair = {r["tool"]: r for r in rows if r["scenario"] == name}
-        if "evalkit" in pair and "promptfoo" in pair:
-            e, p = pair["evalkit"], pair["promptfoo"]
-            lines.append(
-                f"\n({name}) evalkit is {float(p['wall_s']) / float(e['wall_s']):.1f}x faster than promptfoo "  # type: ignore[arg-type]
-                f"at {float(e['peak_rss_mb']) / float(p['peak_rss_mb']):.2f}x its peak memory"  # type: ignore[arg-type]
-            )
+    for name in ("a", "b", "c", "d"):
+        by_tool = {r["tool"]: r for r in rows if r["scenario"] == name}
+        e = by_tool.get("evalkit")
+        if e is None:
+            continue
+        for peer in ("promptfoo", "inspect_ai"):
+            if peer in by_tool:
+                p = by_tool[peer]
+                lines.append(
+                    f"\n({name}) evalkit is {float(p['wall_s']) / float(e['wall_s']):.1f}x faster than {peer} "  # type: ignore[arg-type]
+                    f"at {float(e['peak_rss_mb']) / float(p['peak_rss_mb']):.2f}x its peak memory"  # type: ignore[arg-type]
+                )
+        for floor in ("floor: raw client + stack imports", "floor: httpx client per lane + stack imports"):
+            if floor in by_tool:
+                lines.append(f"\n({name}) evalkit is {float(e['wall_s']) / float(by_tool[floor]['wall_s']):.3f}x {floor}")  # type: ignore[arg-type]
     lines += [
         "",
         f"start-up: {results['startup']}",
