@@ -330,7 +330,9 @@ def render(results: dict[str, object]) -> str:
                 )
         for floor in ("floor: raw client + stack imports", "floor: httpx client per lane + stack imports"):
             if floor in by_tool:
-                lines.append(f"\n({name}) evalkit is {float(e['wall_s']) / float(by_tool[floor]['wall_s']):.3f}x {floor}")  # type: ignore[arg-type]
+                lines.append(
+                    f"\n({name}) evalkit is {float(e['wall_s']) / float(by_tool[floor]['wall_s']):.3f}x {floor}"
+                )  # type: ignore[arg-type]
     lines += [
         "",
         f"start-up: {results['startup']}",

@@ -53,7 +53,12 @@ async def run_httpx(url: str, n: int, concurrency: int) -> int:
     import httpx
 
     context = ssl.create_default_context()  # one for all lanes: building one costs ~19 ms
-    body = {"model": "bench", "messages": [{"role": "user", "content": "Question?"}], "temperature": 0, "max_tokens": 32}
+    body = {
+        "model": "bench",
+        "messages": [{"role": "user", "content": "Question?"}],
+        "temperature": 0,
+        "max_tokens": 32,
+    }
     target = url.rstrip("/") + "/chat/completions"
     todo = iter(range(n))
     answered = 0

@@ -26,7 +26,7 @@ VENV = Path(__file__).resolve().parent / "inspect-venv"
 INSPECT = VENV / "bin" / "inspect"
 PYTHON = VENV / "bin" / "python"
 
-TASK = '''\
+TASK = """\
 import json
 import re
 
@@ -68,7 +68,7 @@ def bench():
         solver=[generate()],
         scorer=[includes(), regex_matches(), json_schema_valid()],
     )
-'''
+"""
 
 PASS_RATE = """\
 import sys

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from evalkit.records import Completion, CompletionRequest, Grade, Prompt, PromptSet, Ranking, ServingRecord
+from evalkit.records import (
+    CallFacts,
+    Completion,
+    CompletionRequest,
+    Grade,
+    Prompt,
+    PromptSet,
+    Ranking,
+    ServingRecord,
+)
 
 
 class Provider(Protocol):
@@ -32,7 +41,12 @@ class Grader(Protocol):
     name: str
 
     async def grade(
-        self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None
+        self,
+        prompt_set: PromptSet,
+        prompt: Prompt,
+        response: str,
+        serving: ServingRecord | None,
+        call: CallFacts | None = None,
     ) -> Grade: ...
 
 

@@ -53,11 +53,14 @@ def parse_tolerance(value: object) -> Decimal:
 
 @dataclass(frozen=True, slots=True)
 class Assertion:
-    """One assertion of a prompt: its type, its value as written and its compiled matcher."""
+    """One assertion of a prompt: its type, its value as written, its weight (0: recorded, not
+    counted), its compiled matcher and where it was written (``file:line:col``, for plan-time errors)."""
 
     type: str
     value: JsonValue
     compiled: Any = field(default=None, compare=False, repr=False)
+    weight: float = 1.0
+    where: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,8 @@ class Prompt:
     params: Params = field(default_factory=dict)
     reference: str | None = None
     critical: bool = False  # a failing critical prompt fails the gate (DESIGN 5.8)
+    threshold: float | None = None  # passes when the weighted score reaches it, not when all hold
+    vars: Mapping[str, Any] = field(default_factory=dict)  # given to python checks (DESIGN 2.4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,10 +288,26 @@ class Completion:
 
 
 @dataclass(frozen=True, slots=True)
+class CallFacts:
+    """What the grader may check of the call besides its text (latency_ms and cost assertions)."""
+
+    latency_ms: float | None = None
+    cost: float | None = None  # USD, when the answering instance is priced
+    model: str | None = None  # the reported model
+
+
+@dataclass(frozen=True, slots=True)
 class AssertionResult:
     type: str
     passed: bool
     reason: str = ""
+    score: float | None = None  # None: 1.0 when it passed, else 0.0
+    weight: float = 1.0
+
+    @property
+    def value(self) -> float:
+        """The score counted: ``score``, else 1 or 0."""
+        return self.score if self.score is not None else (1.0 if self.passed else 0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from evalkit.errors import ProviderError, ProviderRefused
 from evalkit.protocols import CompletionCache, Grader, Provider
 from evalkit.providers import ProviderPool, default_alias
 from evalkit.records import (
+    CallFacts,
     Completion,
     CompletionRequest,
     ItemResult,
@@ -252,7 +253,7 @@ async def run_one(
         raise
     except ProviderError as exc:
         return replace(base, reason=f"error: {exc}", error=str(exc))
-    grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving)
+    grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving, call_facts(caller, completion))
     reason = grade.reason
     if completion.truncated and not grade.passed:  # else it reads as a wrong answer, not a short one
         reason += " (the answer was cut off at max_tokens; raise it in the set's params)"
@@ -274,6 +275,17 @@ async def run_one(
         cached=completion.cached,
         grader_cached=grade.cached,
     )
+
+
+def call_facts(caller: Caller, completion: Completion) -> CallFacts:
+    """The latency, priced cost (of the instance that answered) and reported model of a call."""
+    serving = completion.serving
+    cost = None
+    if serving is not None:
+        priced = caller.pool.config(serving.provider).cost
+        if priced is not None:
+            cost = priced.of(completion.usage.input_tokens, completion.usage.output_tokens)
+    return CallFacts(completion.latency_ms, cost, serving.reported_model if serving else None)
 
 
 def stored_grader(grader_name: str, items: Sequence[ItemResult]) -> str:

@@ -117,6 +117,7 @@ def plan_run(
         for instance in _fallback_chain(config, chosen):
             check_provider(instance)  # a missing key, answers file or model file fails here
         targets.append(Target(chosen, model or default_alias(chosen)))
+    _check_priced(sets, config, targets)
     if repeats < 1:
         raise InputError("--repeat must be at least 1")
     if concurrency is not None and concurrency < 1:  # the command line's IntRange, for API callers
@@ -145,6 +146,26 @@ def plan_run(
         gate_overrides=dict(gate_overrides or {}),
         baselines=baseline_files,
     )
+
+
+def _check_priced(sets: Sequence[PromptSet], config: Config, targets: Sequence[Target]) -> None:
+    """A ``cost`` assertion needs every instance that may answer to be priced (DESIGN 4.1)."""
+    from evalkit.assertions import registry
+
+    for prompt_set in sets:
+        for prompt in prompt_set.prompts:
+            for assertion in prompt.assertions:
+                kind = registry.get(assertion.type)
+                if kind is None or "cost" not in kind.needs:
+                    continue
+                for target in targets:
+                    for instance in _fallback_chain(config, target.provider):
+                        if instance.cost is None:
+                            raise InputError(
+                                f"{assertion.where or prompt_set.path}: a cost assertion needs a priced instance, "
+                                f"and provider '{instance.id}' has no cost: in evalkit.yaml; add "
+                                "cost: {input_per_mtok: ..., output_per_mtok: ...} to it or remove the assertion"
+                            )
 
 
 def _baseline_files(sets: Sequence[PromptSet], folder: Path) -> dict[str, BaselineFile]:

@@ -22,10 +22,20 @@ from dataclasses import replace
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
+from evalkit.assertions.excerpt import clip_words, excerpt
 from evalkit.errors import ProviderError, ProviderRefused, RunError
-from evalkit.graders.excerpt import clip_words, excerpt
 from evalkit.protocols import Provider
-from evalkit.records import Completion, CompletionRequest, Grade, Message, Prompt, PromptSet, ServingRecord, Usage
+from evalkit.records import (
+    CallFacts,
+    Completion,
+    CompletionRequest,
+    Grade,
+    Message,
+    Prompt,
+    PromptSet,
+    ServingRecord,
+    Usage,
+)
 
 PROFILE = "evalkit.task_fulfilment"
 VERSION = 1
@@ -163,7 +173,14 @@ class DecisionGrader:
         self.judge = judge
         self.alias = judge_alias
 
-    async def grade(self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None) -> Grade:
+    async def grade(
+        self,
+        prompt_set: PromptSet,
+        prompt: Prompt,
+        response: str,
+        serving: ServingRecord | None,
+        call: CallFacts | None = None,
+    ) -> Grade:
         messages = judge_messages(task_text(prompt_set, prompt), response, prompt.reference)
         structured = CompletionRequest(
             messages,

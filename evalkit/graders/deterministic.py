@@ -1,132 +1,69 @@
-"""The four assertions and the deterministic grader (no model call).
+"""The deterministic grader (no model call), over the assertion registry (evalkit.assertions).
 
-- exact: equal after stripping space, \\t, \\n, \\r, \\0 and \\x0b from both ends; case-sensitive.
-- contains: case-sensitive substring of the raw response.
-- regex: searched anywhere with the ``regex`` engine under a time limit, so catastrophic
-  backtracking fails the assertion with a reason instead of hanging the run; the grader moves a
-  search that outlives 10 ms off the event loop, so it does not hold up the calls in flight.
-- json_schema: the trimmed response parses as strict JSON (no NaN/Infinity, no code fences) and
-  validates against a Draft 2020-12 schema (its patterns matched by the ``regex`` engine under a
-  time limit; it resolves references without retrieving anything).
+Each assertion's type evaluates the response into an outcome (holds, a score in 0..1, why not).
+A prompt's score is the weighted mean, sum(weight x score) / sum(weight), over the assertions of
+weight above 0 (weight 0: recorded, not counted). It passes when every counted assertion holds,
+or, with ``threshold``, when its score reaches the threshold.
 
-A prompt passes when every assertion holds; its score is the fraction that hold.
+A regex search first runs on the event loop with a 10 ms budget; one that needs longer is
+searched again in a thread (the regex engine releases the GIL), so it cannot stall every call in
+flight for its whole time limit.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
 
-from evalkit.graders.excerpt import excerpt
-from evalkit.records import Assertion, AssertionResult, Grade, Prompt, PromptSet, ServingRecord
+from evalkit.assertions import registry
+from evalkit.assertions.patterns import SlowRegex
+from evalkit.assertions.registry import Context
+from evalkit.records import Assertion, AssertionResult, CallFacts, Grade, Prompt, PromptSet, ServingRecord
 
-WHITESPACE = " \t\n\r\0\x0b"
-REGEX_TIMEOUT_S = 1.0
-# The grader first matches on the event loop with this budget; a regex that needs longer is
-# matched again in a thread (GIL released), so it cannot stall every call in flight for 1 s.
 IN_LOOP_REGEX_S = 0.01
 YARDSTICK = "deterministic"
+_PLAIN = Context()
+_HERE = registry.Where(Path("."))  # a value checked here, not at load (tests, the Python API)
 
 
-class _SlowRegex(Exception):
-    """A regex outlived the in-loop budget: grade again off the event loop."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def check_exact(expected: str, response: str) -> AssertionResult:
-    got = response.strip(WHITESPACE)
-    if got == expected.strip(WHITESPACE):
-        return AssertionResult("exact", True)
-    return AssertionResult("exact", False, f"exact: expected {excerpt(expected, 60)}, got {excerpt(got, 60)}")
-
-
-def check_contains(needle: str, response: str) -> AssertionResult:
-    if needle in response:
-        return AssertionResult("contains", True)
-    return AssertionResult("contains", False, f"contains {excerpt(needle, 60)}: not found")
-
-
-def check_regex(compiled: Any, response: str, budget_s: float | None = None) -> AssertionResult:
-    """``budget_s``: a first, shorter limit; running out of it raises _SlowRegex."""
-    try:
-        if budget_s is not None:
-            found = compiled.pattern.search(response, timeout=budget_s)
-        else:
-            found = compiled.pattern.search(response, timeout=REGEX_TIMEOUT_S, concurrent=True)
-    except TimeoutError:
-        if budget_s is not None:
-            raise _SlowRegex from None
-        return AssertionResult(
-            "regex",
-            False,
-            f"regex {compiled.source}: gave up after {REGEX_TIMEOUT_S:g} s (catastrophic backtracking?)",
-        )
-    if found is not None:
-        return AssertionResult("regex", True)
-    return AssertionResult("regex", False, f"regex {compiled.source}: no match")
-
-
-def check_json_schema(validator: Any, response: str) -> AssertionResult:
-    try:
-        document = json.loads(response.strip(WHITESPACE), parse_constant=_reject_constant)
-    except ValueError as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        return AssertionResult("json_schema", False, f"json_schema: response is not JSON ({reason})")
-    except RecursionError:
-        return AssertionResult("json_schema", False, "json_schema: response is not JSON (nested too deeply)")
-    from referencing.exceptions import Unresolvable
-
-    try:
-        error = next(iter(validator.iter_errors(document)), None)
-    except Unresolvable as exc:
-        return AssertionResult("json_schema", False, f"json_schema: the schema cannot be applied ({exc})")
-    except RecursionError:
-        return AssertionResult("json_schema", False, "json_schema: the response is nested too deeply to validate")
-    except TimeoutError:  # a pattern of the schema outlived its time limit (the regex engine's)
-        return AssertionResult(
-            "json_schema", False, "json_schema: a pattern of the schema gave up (catastrophic backtracking?)"
-        )
-    if error is None:
-        return AssertionResult("json_schema", True)
-    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    return AssertionResult("json_schema", False, f"json_schema: {where}: {error.message}")
-
-
-def check(assertion: Assertion, response: str, regex_budget_s: float | None = None) -> AssertionResult:
+def check(assertion: Assertion, response: str, context: Context = _PLAIN) -> AssertionResult:
     """One assertion against one response."""
-    if assertion.type == "exact":
-        return check_exact(assertion.value, response)
-    if assertion.type == "contains":
-        return check_contains(assertion.value, response)
-    if assertion.type == "regex":
-        return check_regex(assertion.compiled, response, regex_budget_s)
-    if assertion.type == "json_schema":
-        return check_json_schema(assertion.compiled, response)
-    raise ValueError(f"unknown assertion type {assertion.type!r}")
+    kind = registry.get(assertion.type)
+    if kind is None:
+        raise ValueError(f"unknown assertion type {assertion.type!r}")
+    compiled = assertion.compiled if assertion.compiled is not None else kind.check(assertion.value, _HERE)
+    outcome = kind.evaluate(compiled, response, context)
+    score = None if outcome.score == (1.0 if outcome.passed else 0.0) else outcome.score
+    return AssertionResult(assertion.type, outcome.passed, outcome.reason, score, assertion.weight)
 
 
-def grade_assertions(prompt: Prompt, response: str, regex_budget_s: float | None = None) -> Grade:
-    """The deterministic grade of ``response``: all assertions must hold; score = fraction held.
-    With ``regex_budget_s``, a regex that needs longer raises _SlowRegex."""
+def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -> Grade:
+    """The deterministic grade of ``response``. With ``context.regex_budget_s``, a regex that
+    needs longer raises SlowRegex."""
     if not prompt.assertions:
-        return Grade(
-            False,
-            0.0,
-            "no assertions: a reference-only prompt needs --grader decision",
-            yardstick=YARDSTICK,
-        )
-    results = tuple(check(a, response, regex_budget_s) for a in prompt.assertions)
-    held = sum(1 for r in results if r.passed)
-    total = len(results)
-    if held == total:
-        reason = f"all {total} assertion{'s' if total > 1 else ''} hold" if total > 1 else "assertion holds"
-    else:
-        reason = "; ".join(r.reason for r in results if not r.passed)
-    return Grade(held == total, held / total, reason, results, YARDSTICK)
+        return Grade(False, 0.0, "no assertions: a reference-only prompt needs --grader decision", yardstick=YARDSTICK)
+    results = tuple(check(a, response, context) for a in prompt.assertions)
+    counted = [r for r in results if r.weight > 0]
+    total = sum(r.weight for r in counted)
+    score = sum(r.weight * r.value for r in counted) / total if total else 0.0
+    failed = [r for r in counted if not r.passed]
+    if prompt.threshold is not None:
+        passed = score >= prompt.threshold - 1e-12
+        if passed:
+            reason = f"score {score:.2f} reaches the threshold {prompt.threshold:g}"
+            reason += f" ({len(failed)} of {len(counted)} assertions failed)" if failed else ""
+        else:
+            reasons = "; ".join(r.reason for r in failed)
+            reason = f"score {score:.2f} is below the threshold {prompt.threshold:g}" + (
+                f": {reasons}" if reasons else ""
+            )
+        return Grade(passed, score, reason, results, YARDSTICK)
+    if not failed:
+        n = len(counted)
+        reason = f"all {n} assertions hold" if n > 1 else "assertion holds"
+        return Grade(True, score, reason, results, YARDSTICK)
+    return Grade(False, score, "; ".join(r.reason for r in failed), results, YARDSTICK)
 
 
 class DeterministicGrader:
@@ -137,13 +74,36 @@ class DeterministicGrader:
     def __init__(self) -> None:
         self._slow: asyncio.Lock | None = None  # made in the running loop
 
-    async def grade(self, prompt_set: PromptSet, prompt: Prompt, response: str, serving: ServingRecord | None) -> Grade:
+    async def grade(
+        self,
+        prompt_set: PromptSet,
+        prompt: Prompt,
+        response: str,
+        serving: ServingRecord | None,
+        call: CallFacts | None = None,
+    ) -> Grade:
+        """``call``: the facts of the call, for latency_ms and cost."""
+        context = _context(prompt, call)
         try:
-            return grade_assertions(prompt, response, IN_LOOP_REGEX_S)
-        except _SlowRegex:
+            return grade_assertions(prompt, response, context)
+        except SlowRegex:
             # one slow search at a time: the regex engine's time limit counts the process's CPU
             # time, so searches running side by side would use up each other's second
             if self._slow is None:
                 self._slow = asyncio.Lock()
             async with self._slow:
-                return await asyncio.to_thread(grade_assertions, prompt, response)
+                unbudgeted = replace(context, regex_budget_s=None)
+                return await asyncio.to_thread(grade_assertions, prompt, response, unbudgeted)
+
+
+def _context(prompt: Prompt, call: CallFacts | None) -> Context:
+    return Context(
+        prompt_id=prompt.id,
+        prompt=prompt.prompt,
+        reference=prompt.reference,
+        latency_ms=call.latency_ms if call else None,
+        cost=call.cost if call else None,
+        model=call.model if call else None,
+        vars=prompt.vars,
+        regex_budget_s=IN_LOOP_REGEX_S,
+    )

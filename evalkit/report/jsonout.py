@@ -20,7 +20,9 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
             "reason": item.reason,
             "latency_ms": round(item.latency_ms, 3) if item.latency_ms is not None else None,
             "error": item.error,
-            "assertions": [{"type": a.type, "passed": a.passed} for a in item.assertions],
+            "assertions": [
+                {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight} for a in item.assertions
+            ],
         }
         if item.response is not None:
             entry["response"] = item.response

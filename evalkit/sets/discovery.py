@@ -13,7 +13,7 @@ from pathlib import Path
 from evalkit.config import CONFIG_NAME
 from evalkit.errors import Issue, SetError, UnknownNameError
 from evalkit.records import AnySet
-from evalkit.sets.prompts import build_prompt_set, prompt_set_issues
+from evalkit.sets.prompts import assertion_form, build_prompt_set, prompt_set_issues, used_types
 from evalkit.sets.questions import build_question_set, question_set_issues
 from evalkit.sets.validation import schema_issues
 from evalkit.sets.yamldoc import Document, load_document
@@ -37,11 +37,41 @@ def check_document(doc: Document) -> tuple[list[Issue], object]:
     kind = set_kind(doc)
     if kind is None:
         return [Issue(doc.file, 1, 1, "", "not a set file: expected a top-level prompts: or questions: key")], None
-    issues = schema_issues(kind, doc)
     if kind == "prompts":
-        semantic, compiled = prompt_set_issues(doc)
-        return _ordered(issues + semantic), compiled
+        plugin_issues = _plugin_issues(doc)
+        issues = schema_issues(kind, doc)
+        semantic, compiled = prompt_set_issues(doc, frozenset(i.path for i in issues))
+        return _ordered(plugin_issues + issues + semantic), compiled
+    issues = schema_issues(kind, doc)
     return _ordered(issues + question_set_issues(doc)), None
+
+
+def _plugin_issues(doc: Document) -> list[Issue]:
+    """Register the plugin assertion types the document uses; one issue per plugin that fails to
+    load, at its first use. Entry points are read only when a name is not built in."""
+    from evalkit.assertions import registry
+
+    unknown = {name for name in used_types(doc) if registry.get(name) is None}
+    if not unknown:
+        return []
+    errors = registry.from_plugins(unknown)
+    issues = []
+    data = doc.data if isinstance(doc.data, dict) else {}
+    for name, message in errors.items():
+        path = _first_use(data, name)
+        issues.append(doc.issue(path, message) if path else Issue(doc.file, 1, 1, "", message))
+    return issues
+
+
+def _first_use(data: dict[str, object], name: str) -> tuple[str | int, ...] | None:
+    prompts = data.get("prompts")
+    for index, prompt in enumerate(prompts if isinstance(prompts, list) else []):
+        items = prompt.get("assertions") if isinstance(prompt, dict) else None
+        for a_index, item in enumerate(items if isinstance(items, list) else []):
+            form = assertion_form(item)
+            if form is not None and form[0] == name:
+                return ("prompts", index, "assertions", a_index)
+    return None
 
 
 def _ordered(issues: list[Issue]) -> list[Issue]:

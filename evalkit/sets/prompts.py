@@ -11,16 +11,54 @@ import math
 from pathlib import Path
 from typing import Any
 
+from evalkit.assertions import registry
+from evalkit.assertions.registry import AssertionValueError, Where
 from evalkit.errors import Issue
 from evalkit.records import Assertion, Gate, Prompt, PromptSet, Tolerances, parse_tolerance
-from evalkit.sets.assertions import AssertionValueError, compile_json_schema, compile_regex
-from evalkit.sets.yamldoc import Document, duplicate_ids
+from evalkit.sets.yamldoc import Document, duplicate_ids, format_path
 
 
-def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int], Any]]:
-    """Semantic issues, and the compiled assertion values keyed by (prompt, assertion) index."""
+def assertion_form(item: Any) -> tuple[Any, Any, Any, tuple[str, ...]] | None:
+    """(type, value, weight, path to the value within the item) of either form, or None when
+    the item is neither (the schema says why)."""
+    if not isinstance(item, dict):
+        return None
+    if "type" in item:
+        return item.get("type"), item.get("value"), item.get("weight", 1), ("value",)
+    if len(item) != 1:
+        return None
+    kind, value = next(iter(item.items()))
+    return kind, value, 1, (kind,)
+
+
+def used_types(doc: Document) -> set[str]:
+    """Every assertion type name the document's prompts use."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    found: set[str] = set()
+    for prompt in data.get("prompts") or [] if isinstance(data.get("prompts"), list) else []:
+        items = prompt.get("assertions") if isinstance(prompt, dict) else None
+        for item in items if isinstance(items, list) else []:
+            form = assertion_form(item)
+            if form is not None and isinstance(form[0], str):
+                found.add(form[0])
+    return found
+
+
+def _flagged(flagged: frozenset[str], path: tuple[str | int, ...]) -> bool:
+    if not flagged:
+        return False
+    shown = format_path(path)
+    return any(f == shown or f.startswith(shown + ".") or f.startswith(shown + "[") for f in flagged)
+
+
+def prompt_set_issues(
+    doc: Document, flagged: frozenset[str] = frozenset()
+) -> tuple[list[Issue], dict[tuple[int, int], Any]]:
+    """Semantic issues, and the compiled assertion values keyed by (prompt, assertion) index.
+    ``flagged``: the paths the schema reported, whose values are not checked again."""
     issues: list[Issue] = []
     compiled: dict[tuple[int, int], Any] = {}
+    folder = Where(Path(doc.file).parent)
     data = doc.data if isinstance(doc.data, dict) else {}
     issues.extend(tolerance_issues(doc, data, ("max_pass_rate_drop", "max_mean_score_drop")))
     issues.extend(tolerance_issues(doc, data, ("min_pass_rate", "min_mean_score"), section="gate"))
@@ -44,17 +82,28 @@ def prompt_set_issues(doc: Document) -> tuple[list[Issue], dict[tuple[int, int],
                     f"{name} has neither an assertion nor a reference; add assertions: or reference:",
                 )
             )
+        zero_weights = 0
         for a_index, assertion in enumerate(assertions):
-            if not isinstance(assertion, dict) or len(assertion) != 1:
+            form = assertion_form(assertion)
+            if form is None:
                 continue
-            kind, value = next(iter(assertion.items()))
+            kind, value, weight, where = form
+            zero_weights += 1 if isinstance(weight, int | float) and not isinstance(weight, bool) and weight == 0 else 0
+            spec = registry.get(kind) if isinstance(kind, str) else None
+            path: tuple[str | int, ...] = ("prompts", index, "assertions", a_index, *where)
+            if spec is None or _flagged(flagged, path):  # the schema has said what is wrong
+                continue
             try:
-                if kind == "regex" and isinstance(value, str) and value:
-                    compiled[(index, a_index)] = compile_regex(value)
-                elif kind == "json_schema" and isinstance(value, dict | bool | str):
-                    compiled[(index, a_index)] = compile_json_schema(value)
+                compiled[(index, a_index)] = spec.check(value, folder)
             except AssertionValueError as exc:
-                issues.append(doc.issue(("prompts", index, "assertions", a_index, kind), str(exc)))
+                issues.append(doc.issue(path, str(exc)))
+        if assertions and zero_weights == len(assertions):
+            issues.append(
+                doc.issue(
+                    ("prompts", index, "assertions"),
+                    "every assertion has weight 0, so nothing would be graded; give one a weight above 0",
+                )
+            )
     return issues, compiled
 
 
@@ -78,20 +127,27 @@ def build_prompt_set(doc: Document, path: Path, compiled: dict[tuple[int, int], 
     data = doc.data
     prompts = []
     for index, raw in enumerate(data["prompts"]):
-        assertions = tuple(
-            Assertion(kind, value, compiled.get((index, a_index)))
-            for a_index, item in enumerate(raw.get("assertions", []))
-            for kind, value in item.items()
-        )
+        assertions = []
+        for a_index, item in enumerate(raw.get("assertions", [])):
+            form = assertion_form(item)
+            assert form is not None
+            kind, value, weight, _ = form
+            spec = registry.get(kind)
+            where = None
+            if spec is not None and spec.needs:  # checked against the instances when the run is planned
+                line, col = doc.position(("prompts", index, "assertions", a_index))
+                where = f"{doc.file}:{line}:{col}"
+            assertions.append(Assertion(kind, value, compiled.get((index, a_index)), float(weight), where))
         prompts.append(
             Prompt(
                 id=raw["id"],
                 prompt=raw["prompt"],
-                assertions=assertions,
+                assertions=tuple(assertions),
                 system=raw.get("system"),
                 params=dict(raw.get("params", {})),
                 reference=raw.get("reference"),
                 critical=bool(raw.get("critical", False)),
+                threshold=float(raw["threshold"]) if "threshold" in raw else None,
             )
         )
     tol = data.get("tolerances", {})

@@ -55,12 +55,25 @@ def load_schema(kind: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(kind: str) -> Any:
+def _validator(kind: str, plugin_types: tuple[str, ...] = ()) -> Any:
+    """The validator of ``kind``; a prompt set's also accepts the plugin assertion types
+    registered so far (``plugin_types`` names them: one validator per combination)."""
     from jsonschema import Draft202012Validator
 
-    # Local $refs are inlined once: resolving a $ref for every prompt dominates validation time.
     schema = load_schema(kind)
+    if plugin_types:
+        from evalkit.assertions import registry
+        from evalkit.assertions import schema as assertion_schema
+
+        schema = assertion_schema.with_types(schema, [t for t in registry.types() if t.name in plugin_types])
+    # Local $refs are inlined once: resolving a $ref for every prompt dominates validation time.
     return Draft202012Validator(_inline(schema, schema.get("$defs", {})))
+
+
+def _plugin_types() -> tuple[str, ...]:
+    from evalkit.assertions import registry
+
+    return tuple(t.name for t in registry.types() if t.origin != "evalkit")
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
@@ -80,7 +93,7 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
 def schema_issues(kind: str, doc: Document) -> list[Issue]:
     """Every schema violation in ``doc``, as located, rewritten issues."""
     issues: list[Issue] = []
-    for error in _validator(kind).iter_errors(doc.data):
+    for error in _validator(kind, _plugin_types() if kind == "prompts" else ()).iter_errors(doc.data):
         issues.extend(_rewrite(error, doc))
     flagged = {i.path for i in issues}
     for path, value in walk(doc.data):
@@ -160,7 +173,7 @@ def _message(keyword: str, error: Any, schema: dict[str, Any]) -> str:
         hint = schema.get("x-pattern-hint", f"must match {error.validator_value}")
         return hint if schema.get("x-secret") else f"{_clip(value)} {hint}"
     if keyword == "enum":
-        options = ", ".join(str(v) for v in error.validator_value)
+        options = _options([str(v) for v in error.validator_value])
         return f"{_clip(value)} is not one of: {options}{_did_you_mean(value, error.validator_value)}"
     if keyword == "minItems":
         return f"must have at least {error.validator_value} item{'s' if error.validator_value != 1 else ''}"
@@ -207,9 +220,20 @@ def _did_you_mean(word: Any, candidates: Sequence[Any]) -> str:
     return f"; did you mean '{found}'?" if found else ""
 
 
+def _options(allowed: list[str]) -> str:
+    """The allowed names for a message; names that come with their not_ form listed once."""
+    present = set(allowed)
+    negated = [a for a in allowed if a.startswith("not_") and a[4:] in present]
+    if not negated:
+        return ", ".join(allowed)
+    shown = [a for a in allowed if a not in set(negated)]
+    each = "each" if len(negated) == len(shown) else "most"
+    return f"{', '.join(shown)}; {each} also as not_<type>"
+
+
 def _unknown_key_issue(doc: Document, path: tuple[PathPart, ...], key: str, names: str, allowed: list[str]) -> Issue:
     hint = _did_you_mean(key, allowed)
-    message = f"unknown {names} '{key}' (expected one of: {', '.join(allowed)}){hint}"
+    message = f"unknown {names} '{key}' (expected one of: {_options(allowed)}){hint}"
     if names != "key":  # a typed key (an assertion type): point at the list item, not the key
         return doc.issue(path, message)
     return doc.issue((*path, key), message, key=True)

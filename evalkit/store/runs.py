@@ -71,7 +71,7 @@ def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple
         reason, error = metadata_reason(item), ("the call failed" if item.error is not None else None)
     assertions: list[dict[str, Any]] = []
     for a in item.assertions:
-        entry: dict[str, Any] = {"type": a.type, "passed": a.passed}
+        entry: dict[str, Any] = {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight}
         if a.reason and level in ("redacted", "full"):
             entry["reason"] = text_for(level, a.reason)
         assertions.append(entry)
@@ -241,7 +241,10 @@ def _item_from_row(row: dict[str, Any]) -> ItemResult:
         reason=row["reason"] or "",
         latency_ms=row["latency_ms"],
         error=row["error"],
-        assertions=tuple(AssertionResult(a["type"], a["passed"], a.get("reason", "")) for a in assertions),
+        assertions=tuple(
+            AssertionResult(a["type"], a["passed"], a.get("reason", ""), a.get("score"), a.get("weight", 1.0))
+            for a in assertions
+        ),
         prompt=row["prompt"] or "",
         system=row["system_prompt"],
         response=row["response"],

@@ -245,7 +245,7 @@ SET_CASES: list[Any] = [
     case(
         "unknown_assertion_type",
         [
-            "tests/data/invalid/unknown_assertion_type.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, exact, json_schema, regex); did you mean 'contains'?"
+            "tests/data/invalid/unknown_assertion_type.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, word_count; each also as not_<type>); did you mean 'contains'?"
         ],
     ),
     case(
@@ -257,7 +257,7 @@ SET_CASES: list[Any] = [
     case(
         "unknown_prompt_key",
         [
-            "tests/data/invalid/unknown_prompt_key.yaml:6:5: prompts[0].referense: unknown key 'referense' (expected one of: assertions, critical, id, params, prompt, reference, system); did you mean 'reference'?"
+            "tests/data/invalid/unknown_prompt_key.yaml:6:5: prompts[0].referense: unknown key 'referense' (expected one of: assertions, critical, id, params, prompt, reference, system, threshold); did you mean 'reference'?"
         ],
     ),
     case(
@@ -598,7 +598,7 @@ def test_validate_lists_every_error_in_a_file(cli, write_file) -> None:
         "several.yaml:1:5: id: 'Bad-Id' is not a valid set id: use lowercase letters, digits and _ in dot-separated parts (e.g. acme_search.faq)",
         "several.yaml:3:34: tolerances.max_pass_rate_drop: must be a finite number in 0..1, got nan",
         "several.yaml:6:13: prompts[0].prompt: must not be empty",
-        "several.yaml:8:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, exact, json_schema, regex); did you mean 'contains'?",
+        "several.yaml:8:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, word_count; each also as not_<type>); did you mean 'contains'?",
         "several.yaml:9:16: prompts[0].assertions[1].regex: invalid regex '(': missing ) at position 1",
         "several.yaml:10:5: prompts[1]: prompt 'a' has neither an assertion nor a reference; add assertions: or reference:",
         "several.yaml:10:9: prompts[1].id: duplicate prompt id 'a' (first at line 5)",

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from evalkit import load_set
+from evalkit.assertions import patterns
 from evalkit.errors import SetError
-from evalkit.graders import deterministic
 from evalkit.graders.deterministic import grade_assertions
 from evalkit.records import Grade, Prompt, PromptSet
 from tests.fakeserver import FakeServer
@@ -432,7 +432,7 @@ def test_prompt_with_nothing_to_grade_is_a_load_error(assertions: list[Any] | No
 
 @pytest.mark.timeout(30)
 def test_catastrophic_regex_gives_up_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(deterministic, "REGEX_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
     result = grade([{"regex": CATASTROPHIC}, {"contains": "a"}], NEAR_MISS)
     assert not result.passed
     assert result.score == 0.5
@@ -450,7 +450,7 @@ def test_a_slow_regex_is_matched_off_the_event_loop(monkeypatch: pytest.MonkeyPa
 
     from evalkit.graders.deterministic import DeterministicGrader
 
-    monkeypatch.setattr(deterministic, "REGEX_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 1.0)
     prompt = load_prompt([{"regex": CATASTROPHIC}, {"contains": "a"}])
 
     async def main() -> tuple[bool, Grade]:
@@ -474,7 +474,7 @@ def test_slow_regexes_take_turns_so_each_gets_its_whole_time_limit(monkeypatch: 
 
     from evalkit.graders.deterministic import DeterministicGrader
 
-    monkeypatch.setattr(deterministic, "REGEX_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
     prompt = load_prompt([{"regex": CATASTROPHIC}])
     grader = DeterministicGrader()
 

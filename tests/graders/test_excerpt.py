@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.graders.excerpt import clip_words, excerpt
+from evalkit.assertions.excerpt import clip_words, excerpt
 from evalkit.store.privacy import redact
 
 

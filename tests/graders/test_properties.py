@@ -8,8 +8,11 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalkit.graders.deterministic import check_contains, check_exact, check_json_schema, check_regex
-from evalkit.sets.assertions import compile_json_schema, compile_regex
+from evalkit.assertions.compiling import compile_json_schema, compile_regex
+from evalkit.assertions.jsondoc import json_schema
+from evalkit.assertions.patterns import search
+from evalkit.assertions.registry import Context
+from evalkit.assertions.text import contains, exact
 
 # DESIGN 4: exact strips these characters, and only these.
 STRIPPED = " \t\n\r\0\x0b"
@@ -34,19 +37,19 @@ PADDING = st.text(st.sampled_from(list(STRIPPED)), max_size=4)
 @given(needle=EDGY_TEXT.filter(bool), prefix=EDGY_TEXT, suffix=EDGY_TEXT, include=st.booleans())
 def test_contains_is_substring(needle: str, prefix: str, suffix: str, include: bool) -> None:
     text = prefix + (needle if include else "") + suffix
-    assert check_contains(needle, text).passed == (needle in text)
+    assert contains(needle, text, Context()).passed == (needle in text)
 
 
 @PROPERTIES
 @given(expected=EDGY_TEXT, response=EDGY_TEXT)
 def test_exact_is_equality_after_strip(expected: str, response: str) -> None:
-    assert check_exact(expected, response).passed == (expected.strip(STRIPPED) == response.strip(STRIPPED))
+    assert exact(expected, response, Context()).passed == (expected.strip(STRIPPED) == response.strip(STRIPPED))
 
 
 @PROPERTIES
 @given(core=EDGY_TEXT, left=PADDING, right=PADDING, left2=PADDING, right2=PADDING)
 def test_exact_ignores_padding_from_the_stripped_set(core: str, left: str, right: str, left2: str, right2: str) -> None:
-    assert check_exact(left2 + core + right2, left + core + right).passed
+    assert exact(left2 + core + right2, left + core + right, Context()).passed
 
 
 @PROPERTIES
@@ -55,7 +58,7 @@ def test_exact_ignores_padding_from_the_stripped_set(core: str, left: str, right
 )
 def test_exact_keeps_other_whitespace(core: str, pad: str, end: bool) -> None:
     response = core + pad if end else pad + core
-    assert not check_exact(core, response).passed
+    assert not exact(core, response, Context()).passed
 
 
 @PROPERTIES
@@ -69,7 +72,7 @@ def test_escaped_literal_regex_matches_iff_substring(literal: str, prefix: str, 
     # A pattern starting with "/" may read as /pattern/flags; a bare escaped literal cannot.
     text = prefix + (literal if include else "") + suffix
     compiled = compile_regex(re.escape(literal))
-    assert check_regex(compiled, text).passed == (literal in text)
+    assert search(compiled, text, Context()).passed == (literal in text)
 
 
 def _reject(name: str) -> None:
@@ -103,10 +106,10 @@ NEAR_JSON = st.text(
 )
 def test_empty_schema_accepts_exactly_strict_json(body: str, left: str, right: str) -> None:
     response = left + body + right
-    assert check_json_schema(compile_json_schema({}), response).passed == is_strict_json(response)
+    assert json_schema(compile_json_schema({}), response, Context()).passed == is_strict_json(response)
 
 
 @PROPERTIES
 @given(value=JSON_VALUES, left=PADDING, right=PADDING)
 def test_empty_schema_accepts_every_json_document(value: object, left: str, right: str) -> None:
-    assert check_json_schema(compile_json_schema({}), left + json.dumps(value) + right).passed
+    assert json_schema(compile_json_schema({}), left + json.dumps(value) + right, Context()).passed

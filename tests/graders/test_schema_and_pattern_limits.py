@@ -30,12 +30,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalkit import load_set
+from evalkit.assertions import compiling as assertions
+from evalkit.assertions.compiling import compile_json_schema
+from evalkit.assertions.jsondoc import json_schema
+from evalkit.assertions.regexshape import REGEX_MAX_DEPTH, REGEX_MAX_SIZE, regex_shape
+from evalkit.assertions.registry import Context
 from evalkit.errors import SetError
-from evalkit.graders.deterministic import check_json_schema, grade_assertions
+from evalkit.graders.deterministic import grade_assertions
 from evalkit.records import Prompt, PromptSet
-from evalkit.sets import assertions
-from evalkit.sets.assertions import compile_json_schema
-from evalkit.sets.regexshape import REGEX_MAX_DEPTH, REGEX_MAX_SIZE, regex_shape
 from tests.conftest import REPO
 from tests.fakeserver import FakeServer, Reply
 
@@ -258,7 +260,7 @@ def test_an_invalid_schema_pattern_is_still_a_load_error(schema: dict[str, Any])
 def test_a_catastrophic_schema_pattern_gives_up_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(assertions, "SCHEMA_PATTERN_TIMEOUT_S", 0.05)
     validator = compile_json_schema({"type": "string", "pattern": "^(a|aa)+$"})
-    result = check_json_schema(validator, json.dumps("a" * 40 + "!"))
+    result = json_schema(validator, json.dumps("a" * 40 + "!"), Context())
     assert not result.passed
     assert "gave up" in result.reason
 

@@ -5,7 +5,7 @@ and ``unevaluatedProperties`` ask which properties a pattern took) with Python's
 refuses ECMA-262's Unicode property escapes (``\\p{Letter}``) and has no time limit. These
 keywords do what jsonschema's do (same logic, same messages; ``_evaluated_keys`` follows
 ``jsonschema._utils.find_evaluated_property_keys_by_schema``) with a ``search`` function given
-by the caller. Only ``evalkit.sets.assertions`` uses them, through ``validators.extend``.
+by the caller. Only ``evalkit.assertions.compiling`` uses them, through ``validators.extend``.
 """
 
 from __future__ import annotations

@@ -19,14 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.sets.regexshape import REGEX_MAX_DEPTH, REGEX_MAX_SIZE, SIZE_CAP, regex_shape
+from evalkit.assertions.regexshape import REGEX_MAX_DEPTH, REGEX_MAX_SIZE, SIZE_CAP, regex_shape
+from evalkit.assertions.registry import AssertionValueError
 
 REGEX_FLAGS = "imsxu"
 _DELIMITED = re.compile(r"\A/(.*)/([A-Za-z]*)\Z", re.DOTALL)
-
-
-class AssertionValueError(ValueError):
-    """The value of an assertion cannot be used; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +164,7 @@ def _validator_class() -> Any:
     """Draft 2020-12 with every keyword that matches a regex reading it with the regex engine."""
     from jsonschema import Draft202012Validator, validators
 
-    from evalkit.sets import schemakeywords
+    from evalkit.assertions import schemakeywords
 
     extend: Any = validators.extend  # untyped in types-jsonschema
     return extend(Draft202012Validator, schemakeywords.keywords(_search))

@@ -1,0 +1,236 @@
+"""The registry of assertion types (DESIGN 4.1).
+
+A family module registers each name with its load-time check and its evaluation; the built-ins
+register through the same call plugins use (``register``). ``not_<name>`` is derived for every
+registered name: it holds exactly when the positive form does not.
+
+- ``check(value, where)`` runs when the set loads: it returns what ``evaluate`` is given (a
+  compiled regex, a validator, the value itself) or raises ``AssertionValueError``, whose message
+  becomes the file:line error (exit 2).
+- ``evaluate(compiled, response, context)`` returns an ``Outcome``: whether it holds, a score in
+  0..1 and, when it does not hold, why.
+- ``schema`` is the JSON Schema of the value: the prompt-set schema's assertion definitions are
+  generated from the registry (``evalkit.assertions.schema``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NEGATION = "not_"
+
+
+class AssertionValueError(ValueError):
+    """The value of an assertion cannot be used; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One assertion's verdict on one response."""
+
+    passed: bool
+    score: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """What a load-time check may need: the set file's folder (``python`` files are relative to it)."""
+
+    folder: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What an evaluation may look at besides the response (``python`` functions get it as a dict)."""
+
+    prompt_id: str = ""
+    prompt: str = ""
+    reference: str | None = None
+    latency_ms: float | None = None
+    cost: float | None = None  # USD of this call when its instance is priced
+    model: str | None = None  # the reported model
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    regex_budget_s: float | None = None  # the grader's in-loop budget for a regex search
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "prompt_id": self.prompt_id,
+            "prompt": self.prompt,
+            "reference": self.reference,
+            "latency_ms": self.latency_ms,
+            "cost": self.cost,
+            "model": self.model,
+            "vars": dict(self.vars),
+        }
+
+
+Check = Callable[[Any, Where], Any]
+Evaluate = Callable[[Any, str, Context], Outcome]
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionType:
+    name: str
+    check: Check
+    evaluate: Evaluate
+    schema: Mapping[str, Any]
+    description: str
+    needs: frozenset[str] = frozenset()  # facts of the call it reads: "cost" needs a priced instance
+    origin: str = "evalkit"  # the distribution that registered it
+    negated: bool = False
+
+
+_TYPES: dict[str, AssertionType] = {}
+
+
+def register(
+    name: str,
+    *,
+    check: Check,
+    evaluate: Evaluate,
+    schema: Mapping[str, Any],
+    description: str,
+    needs: frozenset[str] = frozenset(),
+    origin: str = "evalkit",
+) -> AssertionType:
+    """Register ``name`` (and with it ``not_<name>``). A name registered twice is refused."""
+    if name.startswith(NEGATION):
+        raise ValueError(f"assertion type {name!r}: a name cannot start with {NEGATION!r} (negation is derived)")
+    if name in _TYPES:
+        raise ValueError(f"assertion type {name!r} is registered twice ({_TYPES[name].origin} and {origin})")
+    kind = AssertionType(name, check, evaluate, dict(schema), description, needs, origin)
+    _TYPES[name] = kind
+    return kind
+
+
+def _builtins() -> None:
+    # one module per family; importing it registers its types
+    from evalkit.assertions import call, jsondoc, patterns, pyfunc, text  # noqa: F401
+
+
+_LOADED: list[bool] = []  # the built-in families are imported on first use
+
+
+def _ensure() -> None:
+    if not _LOADED:
+        _LOADED.append(True)
+        _builtins()
+
+
+def positive_names() -> list[str]:
+    """Every registered (positive) name, sorted."""
+    _ensure()
+    return sorted(_TYPES)
+
+
+def names() -> list[str]:
+    """Every usable name: each registered name and its negation, sorted."""
+    return sorted([*positive_names(), *(NEGATION + n for n in positive_names())])
+
+
+def get(name: str) -> AssertionType | None:
+    """The type ``name`` (``not_<name>`` derived from ``name``), or None when it is not registered."""
+    _ensure()
+    kind = _TYPES.get(name)
+    if kind is not None:
+        return kind
+    if name.startswith(NEGATION):
+        positive = _TYPES.get(name[len(NEGATION) :])
+        if positive is not None:
+            return _negation(positive)
+    return None
+
+
+def types() -> list[AssertionType]:
+    _ensure()
+    return [_TYPES[n] for n in sorted(_TYPES)]
+
+
+_NEGATIONS: dict[str, AssertionType] = {}
+
+
+def _negation(positive: AssertionType) -> AssertionType:
+    found = _NEGATIONS.get(positive.name)
+    if found is not None and found.origin == positive.origin:
+        return found
+    name = NEGATION + positive.name
+    inner = positive.evaluate
+
+    def evaluate(compiled: Any, response: str, context: Context) -> Outcome:
+        outcome = inner(compiled, response, context)
+        if outcome.passed:
+            return Outcome(False, 1.0 - outcome.score, f"{name}: {_held(positive.name, compiled)}")
+        return Outcome(True, 1.0 - outcome.score)
+
+    kind = AssertionType(
+        name,
+        positive.check,
+        evaluate,
+        positive.schema,
+        f"Holds exactly when {positive.name} does not.",
+        positive.needs,
+        positive.origin,
+        negated=True,
+    )
+    _NEGATIONS[positive.name] = kind
+    return kind
+
+
+def _held(name: str, compiled: Any) -> str:
+    shown = getattr(compiled, "source", compiled)
+    if isinstance(shown, str | int | float | list | dict | bool):
+        from evalkit.assertions.excerpt import excerpt
+
+        text = shown if isinstance(shown, str) else repr(shown)
+        return f"{name} {excerpt(text, 60)} holds"
+    return f"{name} holds"
+
+
+def from_plugins(wanted: set[str]) -> dict[str, str]:
+    """Register the plugin assertion types among ``wanted`` (names a set uses that are not built
+    in; ``not_x`` asks for ``x``). Returns the errors of those that failed to load, by name."""
+    from evalkit import plugins
+
+    _ensure()
+    errors: dict[str, str] = {}
+    available = plugins.installed("evalkit.assertions")
+    for used in sorted(wanted):
+        name = used[len(NEGATION) :] if used.startswith(NEGATION) and used not in available else used
+        plugin = available.get(name)
+        if plugin is None or name in _TYPES:
+            continue
+        try:
+            register_function(name, plugins.load(plugin), origin=f"{plugin.distribution} {plugin.version}")
+        except plugins.PluginError as exc:
+            errors[used] = str(exc)
+        except ValueError as exc:
+            errors[used] = f"plugin '{name}' from {plugin.distribution}: {exc}"
+    return errors
+
+
+def register_function(name: str, function: Any, *, origin: str, description: str = "") -> AssertionType:
+    """Register a check function called like ``python``'s, ``(response, context)``; its optional
+    ``check_value(value)`` attribute raising ValueError is the load-time check."""
+    if not callable(function):
+        raise ValueError(f"the entry point is {type(function).__name__}, not a function")
+    from evalkit.assertions.pyfunc import call_check
+
+    check_value = getattr(function, "check_value", None)
+
+    def check(value: Any, where: Where) -> Any:
+        if check_value is not None:
+            try:
+                check_value(value)
+            except ValueError as exc:
+                raise AssertionValueError(str(exc)) from None
+        return value
+
+    def evaluate(value: Any, response: str, context: Context) -> Outcome:
+        return call_check(function, response, context, name)
+
+    doc = description or (getattr(function, "__doc__", None) or "").strip().split("\n")[0]
+    return register(name, check=check, evaluate=evaluate, schema={}, description=doc or f"from {origin}", origin=origin)

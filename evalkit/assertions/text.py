@@ -1,0 +1,199 @@
+"""Text assertions: exact, contains and its case-insensitive and any/all forms, starts_with,
+levenshtein, word_count.
+
+- exact: equal after stripping space, \\t, \\n, \\r, \\0 and \\x0b from both ends; case-sensitive.
+- contains: case-sensitive substring of the raw response; ``icontains`` compares both after
+  Unicode case folding (``str.casefold``: 'STRASSE' contains 'straße').
+- contains_any / contains_all (and the ``i`` forms): at least one / every listed string.
+- starts_with: the response with leading whitespace stripped starts with the value.
+- levenshtein ``{value, max}``: the edit distance between the trimmed response and the value is
+  at most ``max`` (insertions, deletions and substitutions of one character each).
+- word_count ``{min, max}``: the number of whitespace-separated words is within (either bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evalkit.assertions.excerpt import excerpt
+from evalkit.assertions.registry import AssertionValueError, Context, Outcome, Where, register
+
+WHITESPACE = " \t\n\r\0\x0b"
+HELD = Outcome(True, 1.0)
+_STRING = {"type": "string", "minLength": 1}
+_STRINGS = {"type": "array", "minItems": 1, "items": _STRING}
+
+
+def _as_is(value: Any, where: Where) -> Any:
+    return value
+
+
+def _needles(value: Any, where: Where) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise AssertionValueError("must be a list of one or more non-empty strings")
+    return tuple(value)
+
+
+def _folded(value: Any, where: Where) -> Any:
+    return tuple(v.casefold() for v in _needles(value, where)) if isinstance(value, list) else value.casefold()
+
+
+def exact(expected: str, response: str, context: Context) -> Outcome:
+    got = response.strip(WHITESPACE)
+    if got == expected.strip(WHITESPACE):
+        return HELD
+    return Outcome(False, 0.0, f"exact: expected {excerpt(expected, 60)}, got {excerpt(got, 60)}")
+
+
+def contains(needle: str, response: str, context: Context) -> Outcome:
+    if needle in response:
+        return HELD
+    return Outcome(False, 0.0, f"contains {excerpt(needle, 60)}: not found")
+
+
+def icontains(needle: str, response: str, context: Context) -> Outcome:
+    if needle in response.casefold():
+        return HELD
+    return Outcome(False, 0.0, f"icontains {excerpt(needle, 60)}: not found (ignoring case)")
+
+
+def _any(name: str, fold: bool) -> Callable[[tuple[str, ...], str, Context], Outcome]:
+    def evaluate(needles: tuple[str, ...], response: str, context: Context) -> Outcome:
+        text = response.casefold() if fold else response
+        if any(n in text for n in needles):
+            return HELD
+        shown = ", ".join(excerpt(n, 30) for n in needles[:5]) + (", ..." if len(needles) > 5 else "")
+        return Outcome(False, 0.0, f"{name}: none of {shown} found")
+
+    return evaluate
+
+
+def _all(name: str, fold: bool) -> Callable[[tuple[str, ...], str, Context], Outcome]:
+    def evaluate(needles: tuple[str, ...], response: str, context: Context) -> Outcome:
+        text = response.casefold() if fold else response
+        missing = [n for n in needles if n not in text]
+        if not missing:
+            return HELD
+        shown = ", ".join(excerpt(n, 30) for n in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        return Outcome(False, 0.0, f"{name}: {len(missing)} of {len(needles)} not found ({shown})")
+
+    return evaluate
+
+
+def starts_with(prefix: str, response: str, context: Context) -> Outcome:
+    head = response.lstrip(WHITESPACE)
+    if head.startswith(prefix):
+        return HELD
+    return Outcome(False, 0.0, f"starts_with {excerpt(prefix, 60)}: starts with {excerpt(head[: len(prefix)], 60)}")
+
+
+def _levenshtein_value(value: Any, where: Where) -> tuple[str, int]:
+    if not isinstance(value, dict) or "value" not in value or "max" not in value:
+        raise AssertionValueError("levenshtein needs {value: TEXT, max: N} (N: the largest edit distance that holds)")
+    text, limit = value["value"], value["max"]
+    if not isinstance(text, str):
+        raise AssertionValueError("levenshtein: value must be a string")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise AssertionValueError(f"levenshtein: max must be a whole number of edits, 0 or more, got {limit!r}")
+    return text.strip(WHITESPACE), limit
+
+
+def distance_within(a: str, b: str, limit: int) -> int | None:
+    """The edit distance of ``a`` and ``b`` when it is at most ``limit``, else None. Only the band
+    of width 2 * limit + 1 around the diagonal is computed: O(len * limit)."""
+    if abs(len(a) - len(b)) > limit:
+        return None
+    if len(a) < len(b):
+        a, b = b, a
+    big = limit + 1
+    previous = [j if j <= limit else big for j in range(len(b) + 1)]
+    for i in range(1, len(a) + 1):
+        low, high = max(1, i - limit), min(len(b), i + limit)
+        current = [big] * (len(b) + 1)
+        current[0] = i if i <= limit else big
+        char = a[i - 1]
+        best = current[0]
+        for j in range(low, high + 1):
+            cost = previous[j - 1] + (char != b[j - 1])
+            cost = min(cost, previous[j] + 1)
+            cost = min(cost, current[j - 1] + 1)
+            current[j] = cost if cost < big else big
+            best = min(best, cost)
+        if best > limit:
+            return None
+        previous = current
+    found = previous[len(b)]
+    return found if found <= limit else None
+
+
+def levenshtein(compiled: tuple[str, int], response: str, context: Context) -> Outcome:
+    target, limit = compiled
+    found = distance_within(response.strip(WHITESPACE), target, limit)
+    if found is not None:
+        return HELD
+    return Outcome(
+        False, 0.0, f"levenshtein: more than {limit} edit{'s' if limit != 1 else ''} from {excerpt(target, 60)}"
+    )
+
+
+def _word_count_value(value: Any, where: Where) -> tuple[int | None, int | None]:
+    if not isinstance(value, dict) or not value or set(value) - {"min", "max"}:
+        raise AssertionValueError("word_count needs {min: A, max: B} (either or both)")
+    bounds = []
+    for key in ("min", "max"):
+        bound = value.get(key)
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 0):
+            raise AssertionValueError(f"word_count: {key} must be a whole number, 0 or more, got {bound!r}")
+        bounds.append(bound)
+    low, high = bounds
+    if low is not None and high is not None and low > high:
+        raise AssertionValueError(f"word_count: min {low} is above max {high}; no answer could hold")
+    return low, high
+
+
+def word_count(compiled: tuple[int | None, int | None], response: str, context: Context) -> Outcome:
+    low, high = compiled
+    count = len(response.split())
+    if (low is None or count >= low) and (high is None or count <= high):
+        return HELD
+    wanted = f"at least {low}" if high is None else f"at most {high}" if low is None else f"{low} to {high}"
+    return Outcome(False, 0.0, f"word_count: {count} word{'s' if count != 1 else ''}, wanted {wanted}")
+
+
+def _string(value: Any, where: Where) -> str:
+    if not isinstance(value, str) or not value:
+        raise AssertionValueError("must be a non-empty string")
+    return value
+
+
+def _folded_string(value: Any, where: Where) -> str:
+    return _string(value, where).casefold()
+
+
+register("exact", check=_as_is, evaluate=exact, schema={"type": "string"},
+         description="The whole response, whitespace-trimmed; case-sensitive.")  # fmt: skip
+register("contains", check=_string, evaluate=contains, schema=_STRING,
+         description="Case-sensitive substring of the response.")  # fmt: skip
+register("icontains", check=_folded_string, evaluate=icontains, schema=_STRING,
+         description="Substring of the response, ignoring case (Unicode case folding).")  # fmt: skip
+for _name, _fold in (("contains_any", False), ("icontains_any", True)):
+    register(_name, check=_folded if _fold else _needles, evaluate=_any(_name, _fold), schema=_STRINGS,
+             description=f"At least one of the listed strings is a substring{' (ignoring case)' if _fold else ''}.")  # fmt: skip
+for _name, _fold in (("contains_all", False), ("icontains_all", True)):
+    register(_name, check=_folded if _fold else _needles, evaluate=_all(_name, _fold), schema=_STRINGS,
+             description=f"Every listed string is a substring{' (ignoring case)' if _fold else ''}.")  # fmt: skip
+register("starts_with", check=_string, evaluate=starts_with, schema=_STRING,
+         description="The response, leading whitespace stripped, starts with this.")  # fmt: skip
+register(
+    "levenshtein", check=_levenshtein_value, evaluate=levenshtein,
+    schema={"type": "object", "required": ["value", "max"], "additionalProperties": False,
+            "properties": {"value": {"type": "string"}, "max": {"type": "integer", "minimum": 0}}},
+    description="{value: TEXT, max: N}: the trimmed response is at most N edits from TEXT.",
+)  # fmt: skip
+register(
+    "word_count", check=_word_count_value, evaluate=word_count,
+    schema={"type": "object", "minProperties": 1, "additionalProperties": False,
+            "properties": {"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}}},
+    description="{min: A, max: B} (either): the number of words is within.",
+)  # fmt: skip
