@@ -218,21 +218,46 @@ def validate_many(files: int) -> dict[str, object]:
     }
 
 
+ANSWER = {"answer": 42, "text": "The answer is 42."}
+# issue 16's mix: every deterministic type but python, three per prompt in rotation (the answer
+# holds them all: a pass rate of 1.0 shows each was graded as meant)
+GRADING_MIX: list[dict[str, object]] = [
+    {"contains": "42"},
+    {"icontains": "ANSWER"},
+    {"not_contains": "error"},
+    {"contains_any": ["41", "42"]},
+    {"contains_all": ["answer", "42"]},
+    {"icontains_any": ["THE", "nothing"]},
+    {"icontains_all": ["ANSWER", "TEXT"]},
+    {"starts_with": "{"},
+    {"regex": "/answer is \\d+/i"},
+    {"not_regex": "/error/i"},
+    {"json_schema": {"type": "object", "required": ["answer"]}},
+    {"equals_json": ANSWER},
+    {"contains_json": {"type": "object", "required": ["text"]}},
+    {"levenshtein": {"value": json.dumps({"answer": 42, "text": "The answer is 41."}), "max": 2}},
+    {"word_count": {"min": 3, "max": 10}},
+    {"latency_ms": 1000},
+    {"cost": 0.01},
+]
+
+
 def grading_throughput(n: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
         folder = Path(tmp)
-        answer = json.dumps({"answer": 42, "text": "The answer is 42."})
+        answer = json.dumps(ANSWER)
         with (folder / "answers.jsonl").open("w") as fh:
             for i in range(n):
                 fh.write(json.dumps({"id": f"p{i}", "response": answer, "model": "recorded-1"}) + "\n")
         lines = ["id: bench.grading", "name: Grading throughput", "prompts:"]
         for i in range(n):
-            lines.append(
-                f"  - {{id: p{i}, prompt: 'Q{i}', assertions: [{{contains: '42'}}, {{regex: '/answer is \\d+/i'}}, "
-                "{json_schema: {type: object, required: [answer]}}]}"
-            )
+            mix = [json.dumps(GRADING_MIX[(3 * i + k) % len(GRADING_MIX)]) for k in range(3)]
+            lines.append(f"  - {{id: p{i}, prompt: 'Q{i}', assertions: [{', '.join(mix)}]}}")
         (folder / "set.yaml").write_text("\n".join(lines) + "\n")
-        (folder / "evalkit.yaml").write_text("providers:\n  - {id: rec, adapter: replay, path: answers.jsonl}\n")
+        (folder / "evalkit.yaml").write_text(
+            "providers:\n  - {id: rec, adapter: replay, path: answers.jsonl, "
+            "cost: {input_per_mtok: 1, output_per_mtok: 2}}\n"
+        )
         m = measure(
             [sys.executable, "-m", "evalkit", "run", "set.yaml", "--format", "json", "--output", "out.json",
              "--db", str(folder / "evalkit.duckdb")],
@@ -245,7 +270,7 @@ def grading_throughput(n: int) -> dict[str, object]:
         datetime.fromisoformat(doc["finished_at"]).timestamp() - datetime.fromisoformat(doc["started_at"]).timestamp()
     )
     return {
-        "answers": n, "assertions": 3 * n, "grading_phase_s": round(run_s, 3),
+        "answers": n, "assertions": 3 * n, "types": len(GRADING_MIX), "grading_phase_s": round(run_s, 3),
         "assertions_per_s": round(3 * n / run_s), "whole_command_s": round(m.wall_s, 3),
         "peak_rss_mb": round(m.peak_rss_mb, 1), "pass_rate": doc["pass_rate"],
     }  # fmt: skip

@@ -10,7 +10,25 @@ from evalkit.jsonl import json_lines
 
 
 def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
-    """(set id or '', prompt id) -> (response, reported model)."""
+    """(set id or '', prompt id) -> (response, reported model). A file read before (checked when
+    the run was planned, then served) is read again only when it changed on disk."""
+    try:
+        stat = path.stat()
+    except OSError:
+        stat = None
+    if stat is not None:
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        if _READ.get(key) is None:
+            _READ.clear()  # one file kept: a process reads one or two answers files
+            _READ[key] = _read_answers(path)
+        return dict(_READ[key])
+    return _read_answers(path)
+
+
+_READ: dict[tuple[str, int, int], dict[tuple[str, str], tuple[str, str | None]]] = {}
+
+
+def _read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:

@@ -59,8 +59,10 @@ def set_fingerprint(prompt_set: PromptSet) -> str:
                 "prompt": p.prompt,
                 "system": p.system,
                 "params": dict(p.params),
-                "assertions": [[a.type, a.value] for a in p.assertions],
+                # weights and thresholds only when set, so a set without them keeps its fingerprint
+                "assertions": [[a.type, a.value] + ([a.weight] if a.weight != 1 else []) for a in p.assertions],
                 "reference": p.reference,
+                **({"threshold": p.threshold} if p.threshold is not None else {}),
             }
             for p in prompt_set.prompts
         ],
@@ -244,28 +246,30 @@ async def run_one(
     grader: Grader,
     repeat: int = 0,
 ) -> ItemResult:
-    base = ItemResult(
-        id=prompt.id, passed=False, score=0.0, reason="", prompt=prompt.prompt, system=request.system, repeat=repeat
-    )
     try:
         completion = await caller.complete(instance_id, request, repeat)
     except ProviderRefused:
         raise
     except ProviderError as exc:
-        return replace(base, reason=f"error: {exc}", error=str(exc))
+        return ItemResult(
+            id=prompt.id, passed=False, score=0.0, reason=f"error: {exc}", error=str(exc), prompt=prompt.prompt,
+            system=request.system, repeat=repeat,
+        )  # fmt: skip
     grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving, call_facts(caller, completion))
     reason = grade.reason
     if completion.truncated and not grade.passed:  # else it reads as a wrong answer, not a short one
         reason += " (the answer was cut off at max_tokens; raise it in the set's params)"
     if completion.usage.dropped:
         reason += f" (implausible token counts from the endpoint not counted: {', '.join(completion.usage.dropped)})"
-    return replace(
-        base,
+    return ItemResult(  # built whole: dataclasses.replace costs more than the grading of three assertions
+        id=prompt.id,
         passed=grade.passed,
         score=grade.score,
         reason=reason,
         latency_ms=completion.latency_ms,
         assertions=grade.assertions,
+        prompt=prompt.prompt,
+        system=request.system,
         response=completion.text,
         serving=completion.serving,
         adapter=completion.adapter,
@@ -273,6 +277,7 @@ async def run_one(
         yardstick=grade.yardstick,
         grader_usage=grade.usage,
         cached=completion.cached,
+        repeat=repeat,
         grader_cached=grade.cached,
     )
 
@@ -326,6 +331,7 @@ async def run_prompt_set(
 ) -> RunResult:
     """Run one set on one provider instance; nothing is stored here."""
     sent_alias = alias or default_alias(provider)
+    fingerprint = set_fingerprint(prompt_set)  # what the set is, worked out before its run starts
     start = datetime.now(UTC)  # one instant: the run id's time is the stored and reported start
     caller = Caller(pool, cache, read_cache)
     items = await run_items(
@@ -342,7 +348,7 @@ async def run_prompt_set(
         tuple(items),
         run_id=new_run_id(start),
         set_id=prompt_set.id,
-        set_fingerprint=set_fingerprint(prompt_set),
+        set_fingerprint=fingerprint,
         provider=provider.id,
         model=sent_alias,
         grader=stored_grader(grader.name, items),

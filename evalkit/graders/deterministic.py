@@ -34,8 +34,17 @@ def check(assertion: Assertion, response: str, context: Context = _PLAIN) -> Ass
         raise ValueError(f"unknown assertion type {assertion.type!r}")
     compiled = assertion.compiled if assertion.compiled is not None else kind.check(assertion.value, _HERE)
     outcome = kind.evaluate(compiled, response, context)
+    if outcome.passed and outcome.score == 1.0:  # the common case: one shared record per type and weight
+        key = (assertion.type, assertion.weight)
+        held = _HELD.get(key)
+        if held is None:
+            held = _HELD[key] = AssertionResult(assertion.type, True, "", None, assertion.weight)
+        return held
     score = None if outcome.score == (1.0 if outcome.passed else 0.0) else outcome.score
     return AssertionResult(assertion.type, outcome.passed, outcome.reason, score, assertion.weight)
+
+
+_HELD: dict[tuple[str, float], AssertionResult] = {}
 
 
 def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -> Grade:
@@ -43,27 +52,38 @@ def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -
     needs longer raises SlowRegex."""
     if not prompt.assertions:
         return Grade(False, 0.0, "no assertions: a reference-only prompt needs --grader decision", yardstick=YARDSTICK)
-    results = tuple(check(a, response, context) for a in prompt.assertions)
-    counted = [r for r in results if r.weight > 0]
-    total = sum(r.weight for r in counted)
-    score = sum(r.weight * r.value for r in counted) / total if total else 0.0
-    failed = [r for r in counted if not r.passed]
+    results = []
+    failed: list[str] = []
+    total = weighted = 0.0
+    counted = 0
+    for assertion in prompt.assertions:
+        result = check(assertion, response, context)
+        results.append(result)
+        weight = result.weight
+        if weight > 0:
+            counted += 1
+            total += weight
+            weighted += weight * result.value
+            if not result.passed:
+                failed.append(result.reason)
+    score = weighted / total if total else 0.0
     if prompt.threshold is not None:
         passed = score >= prompt.threshold - 1e-12
         if passed:
             reason = f"score {score:.2f} reaches the threshold {prompt.threshold:g}"
-            reason += f" ({len(failed)} of {len(counted)} assertions failed)" if failed else ""
+            reason += f" ({len(failed)} of {counted} assertions failed)" if failed else ""
         else:
-            reasons = "; ".join(r.reason for r in failed)
-            reason = f"score {score:.2f} is below the threshold {prompt.threshold:g}" + (
-                f": {reasons}" if reasons else ""
-            )
-        return Grade(passed, score, reason, results, YARDSTICK)
+            reasons = "; ".join(failed)
+            reason = f"score {score:.2f} is below the threshold {prompt.threshold:g}"
+            reason += f": {reasons}" if reasons else ""
+        return Grade(passed, score, reason, tuple(results), YARDSTICK)
     if not failed:
-        n = len(counted)
-        reason = f"all {n} assertions hold" if n > 1 else "assertion holds"
-        return Grade(True, score, reason, results, YARDSTICK)
-    return Grade(False, score, "; ".join(r.reason for r in failed), results, YARDSTICK)
+        return Grade(True, score, _ALL_HOLD[counted] if counted < 64 else f"all {counted} assertions hold",
+                     tuple(results), YARDSTICK)  # fmt: skip
+    return Grade(False, score, "; ".join(failed), tuple(results), YARDSTICK)
+
+
+_ALL_HOLD = ["no assertion counted", "assertion holds", *(f"all {n} assertions hold" for n in range(2, 64))]
 
 
 class DeterministicGrader:
