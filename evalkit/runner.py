@@ -290,7 +290,9 @@ def call_facts(caller: Caller, completion: Completion) -> CallFacts:
         priced = caller.pool.config(serving.provider).cost
         if priced is not None:
             cost = priced.of(completion.usage.input_tokens, completion.usage.output_tokens)
-    return CallFacts(completion.latency_ms, cost, serving.reported_model if serving else None)
+    # a recorded answer (replay) took no call: it has no latency to check
+    latency = None if completion.adapter == "replay" else completion.latency_ms
+    return CallFacts(latency, cost, serving.reported_model if serving else None)
 
 
 def stored_grader(grader_name: str, items: Sequence[ItemResult]) -> str:

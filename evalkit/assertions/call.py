@@ -1,7 +1,8 @@
 """Assertions on the call rather than the text: latency_ms and cost.
 
 - latency_ms: the call took at most that many milliseconds (an answer replayed from the cache
-  keeps its original latency; a recorded answer without one fails, saying so).
+  keeps its original latency; a recorded answer without one fails, saying so, and so does
+  not_latency_ms: it is undecided).
 - cost: the call's priced cost in USD is at most that. It needs a priced instance (``cost:`` in
   evalkit.yaml): a set asking it of an unpriced one is a load error (the plan checks it).
 """
@@ -25,7 +26,7 @@ def _bound(value: Any, where: Where) -> float:
 def latency_ms(limit: float, response: str, context: Context) -> Outcome:
     took = context.latency_ms
     if took is None:
-        return Outcome(False, 0.0, "latency_ms: the answer has no recorded latency")
+        return Outcome(False, 0.0, "latency_ms: the answer has no recorded latency", undecided=True)
     if took <= limit:
         return Outcome(True, 1.0)
     return Outcome(False, 0.0, f"latency_ms: took {took:.0f} ms, more than {limit:g} ms")
@@ -34,7 +35,8 @@ def latency_ms(limit: float, response: str, context: Context) -> Outcome:
 def cost(limit: float, response: str, context: Context) -> Outcome:
     spent = context.cost
     if spent is None:
-        return Outcome(False, 0.0, "cost: the call has no priced cost (set cost: on the instance in evalkit.yaml)")
+        reason = "cost: the call has no priced cost (set cost: on the instance in evalkit.yaml)"
+        return Outcome(False, 0.0, reason, undecided=True)
     if spent <= limit:
         return Outcome(True, 1.0)
     return Outcome(False, 0.0, f"cost: ${spent:.6f}, more than ${limit:g}")

@@ -51,11 +51,12 @@ def validate(validator: Any, document: Any, name: str) -> Outcome:
     try:
         error = next(iter(validator.iter_errors(document)), None)
     except Unresolvable as exc:
-        return Outcome(False, 0.0, f"{name}: the schema cannot be applied ({exc})")
+        return Outcome(False, 0.0, f"{name}: the schema cannot be applied ({exc})", undecided=True)
     except RecursionError:
-        return Outcome(False, 0.0, f"{name}: the response is nested too deeply to validate")
+        return Outcome(False, 0.0, f"{name}: the response is nested too deeply to validate", undecided=True)
     except TimeoutError:  # a pattern of the schema outlived its time limit (the regex engine's)
-        return Outcome(False, 0.0, f"{name}: a pattern of the schema gave up (catastrophic backtracking?)")
+        reason = f"{name}: a pattern of the schema gave up (catastrophic backtracking?)"
+        return Outcome(False, 0.0, reason, undecided=True)
     if error is None:
         return HELD
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)

@@ -34,9 +34,8 @@ def search(compiled: CompiledRegex, response: str, context: Context) -> Outcome:
     except TimeoutError:
         if budget_s is not None:
             raise SlowRegex from None
-        return Outcome(
-            False, 0.0, f"regex {compiled.source}: gave up after {REGEX_TIMEOUT_S:g} s (catastrophic backtracking?)"
-        )
+        reason = f"regex {compiled.source}: gave up after {REGEX_TIMEOUT_S:g} s (catastrophic backtracking?)"
+        return Outcome(False, 0.0, reason, undecided=True)  # not_regex does not hold either
     if found is not None:
         return Outcome(True, 1.0)
     return Outcome(False, 0.0, f"regex {compiled.source}: no match")

@@ -8,13 +8,16 @@ registered name: it holds exactly when the positive form does not.
   compiled regex, a validator, the value itself) or raises ``AssertionValueError``, whose message
   becomes the file:line error (exit 2).
 - ``evaluate(compiled, response, context)`` returns an ``Outcome``: whether it holds, a score in
-  0..1 and, when it does not hold, why.
+  0..1 and, when it does not hold, why. An outcome is ``undecided`` when no verdict could be
+  reached (a ``python`` check raised, a regex gave up, the call has no recorded latency): it fails,
+  and so does its negation, since "not known to hold" is not "known not to hold".
 - ``schema`` is the JSON Schema of the value: the prompt-set schema's assertion definitions are
   generated from the registry (``evalkit.assertions.schema``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +37,7 @@ class Outcome:
     passed: bool
     score: float
     reason: str = ""
+    undecided: bool = False  # no verdict: it fails, and so does its negation
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +166,8 @@ def _negation(positive: AssertionType) -> AssertionType:
 
     def evaluate(compiled: Any, response: str, context: Context) -> Outcome:
         outcome = inner(compiled, response, context)
+        if outcome.undecided:
+            return Outcome(False, 0.0, f"{name}: {outcome.reason}", undecided=True)
         if outcome.passed:
             return Outcome(False, 1.0 - outcome.score, f"{name}: {_held(positive.name, compiled)}")
         return Outcome(True, 1.0 - outcome.score)
@@ -181,13 +187,29 @@ def _negation(positive: AssertionType) -> AssertionType:
 
 
 def _held(name: str, compiled: Any) -> str:
-    shown = getattr(compiled, "source", compiled)
-    if isinstance(shown, str | int | float | list | dict | bool):
-        from evalkit.assertions.excerpt import excerpt
+    shown = _shown(getattr(compiled, "source", compiled))
+    return f"{name} {shown} holds" if shown else f"{name} holds"
 
-        text = shown if isinstance(shown, str) else repr(shown)
-        return f"{name} {excerpt(text, 60)} holds"
-    return f"{name} holds"
+
+def _shown(value: Any) -> str:
+    """An assertion's value for a reason: text quoted, numbers plain, lists and mappings as JSON;
+    "" for what it cannot show (a compiled validator, a tuple of bounds)."""
+    from evalkit.assertions.excerpt import excerpt
+
+    if isinstance(value, str):
+        return excerpt(value, 60)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return f"{value:g}"
+    if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
+        return "[" + ", ".join(excerpt(v, 30) for v in value[:5]) + (", ...]" if len(value) > 5 else "]")
+    if isinstance(value, dict | list):
+        try:
+            return excerpt(json.dumps(value, ensure_ascii=False), 60)
+        except (TypeError, ValueError, RecursionError):
+            return ""
+    return ""
 
 
 def from_plugins(wanted: set[str]) -> dict[str, str]:

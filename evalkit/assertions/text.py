@@ -5,7 +5,8 @@ levenshtein, word_count.
 - contains: case-sensitive substring of the raw response; ``icontains`` compares both after
   Unicode case folding (``str.casefold``: 'STRASSE' contains 'straße').
 - contains_any / contains_all (and the ``i`` forms): at least one / every listed string.
-- starts_with: the response with leading whitespace stripped starts with the value.
+- starts_with: the response with leading whitespace stripped starts with the value (whose own
+  leading whitespace is stripped too, as ``exact`` strips both: else it could never hold).
 - levenshtein ``{value, max}``: the edit distance between the trimmed response and the value is
   at most ``max`` (insertions, deletions and substitutions of one character each).
 - word_count ``{min, max}``: the number of whitespace-separated words is within (either bound).
@@ -14,6 +15,7 @@ levenshtein, word_count.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from evalkit.assertions.excerpt import excerpt
@@ -25,7 +27,9 @@ _STRING = {"type": "string", "minLength": 1}
 _STRINGS = {"type": "array", "minItems": 1, "items": _STRING}
 
 
-def _as_is(value: Any, where: Where) -> Any:
+def _text(value: Any, where: Where) -> str:
+    if not isinstance(value, str):
+        raise AssertionValueError("must be a string")
     return value
 
 
@@ -35,8 +39,31 @@ def _needles(value: Any, where: Where) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _folded(value: Any, where: Where) -> Any:
-    return tuple(v.casefold() for v in _needles(value, where)) if isinstance(value, list) else value.casefold()
+@dataclass(frozen=True, slots=True)
+class Needles:
+    """The strings of an any/all assertion as written (``source``, shown in reasons) and as
+    searched for (``search``: case-folded for the ``i`` forms), index by index."""
+
+    source: tuple[str, ...]
+    search: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """An ``icontains`` value as written (shown in reasons) and case-folded (searched for)."""
+
+    source: str
+    folded: str
+
+
+def _plain_needles(value: Any, where: Where) -> Needles:
+    needles = _needles(value, where)
+    return Needles(needles, needles)
+
+
+def _folded_needles(value: Any, where: Where) -> Needles:
+    needles = _needles(value, where)
+    return Needles(needles, tuple(v.casefold() for v in needles))
 
 
 def exact(expected: str, response: str, context: Context) -> Outcome:
@@ -52,31 +79,31 @@ def contains(needle: str, response: str, context: Context) -> Outcome:
     return Outcome(False, 0.0, f"contains {excerpt(needle, 60)}: not found")
 
 
-def icontains(needle: str, response: str, context: Context) -> Outcome:
-    if needle in response.casefold():
+def icontains(needle: Folded, response: str, context: Context) -> Outcome:
+    if needle.folded in response.casefold():
         return HELD
-    return Outcome(False, 0.0, f"icontains {excerpt(needle, 60)}: not found (ignoring case)")
+    return Outcome(False, 0.0, f"icontains {excerpt(needle.source, 60)}: not found (ignoring case)")
 
 
-def _any(name: str, fold: bool) -> Callable[[tuple[str, ...], str, Context], Outcome]:
-    def evaluate(needles: tuple[str, ...], response: str, context: Context) -> Outcome:
+def _any(name: str, fold: bool) -> Callable[[Needles, str, Context], Outcome]:
+    def evaluate(needles: Needles, response: str, context: Context) -> Outcome:
         text = response.casefold() if fold else response
-        if any(n in text for n in needles):
+        if any(n in text for n in needles.search):
             return HELD
-        shown = ", ".join(excerpt(n, 30) for n in needles[:5]) + (", ..." if len(needles) > 5 else "")
+        shown = ", ".join(excerpt(n, 30) for n in needles.source[:5]) + (", ..." if len(needles.source) > 5 else "")
         return Outcome(False, 0.0, f"{name}: none of {shown} found")
 
     return evaluate
 
 
-def _all(name: str, fold: bool) -> Callable[[tuple[str, ...], str, Context], Outcome]:
-    def evaluate(needles: tuple[str, ...], response: str, context: Context) -> Outcome:
+def _all(name: str, fold: bool) -> Callable[[Needles, str, Context], Outcome]:
+    def evaluate(needles: Needles, response: str, context: Context) -> Outcome:
         text = response.casefold() if fold else response
-        missing = [n for n in needles if n not in text]
+        missing = [shown for shown, n in zip(needles.source, needles.search, strict=True) if n not in text]
         if not missing:
             return HELD
         shown = ", ".join(excerpt(n, 30) for n in missing[:5]) + (", ..." if len(missing) > 5 else "")
-        return Outcome(False, 0.0, f"{name}: {len(missing)} of {len(needles)} not found ({shown})")
+        return Outcome(False, 0.0, f"{name}: {len(missing)} of {len(needles.source)} not found ({shown})")
 
     return evaluate
 
@@ -100,31 +127,52 @@ def _levenshtein_value(value: Any, where: Where) -> tuple[str, int]:
 
 
 def distance_within(a: str, b: str, limit: int) -> int | None:
-    """The edit distance of ``a`` and ``b`` when it is at most ``limit``, else None. Only the band
-    of width 2 * limit + 1 around the diagonal is computed: O(len * limit)."""
+    """The edit distance of ``a`` and ``b`` when it is at most ``limit``, else None."""
     if abs(len(a) - len(b)) > limit:
         return None
-    if len(a) < len(b):
-        a, b = b, a
-    big = limit + 1
-    previous = [j if j <= limit else big for j in range(len(b) + 1)]
-    for i in range(1, len(a) + 1):
-        low, high = max(1, i - limit), min(len(b), i + limit)
-        current = [big] * (len(b) + 1)
-        current[0] = i if i <= limit else big
-        char = a[i - 1]
-        best = current[0]
-        for j in range(low, high + 1):
-            cost = previous[j - 1] + (char != b[j - 1])
-            cost = min(cost, previous[j] + 1)
-            cost = min(cost, current[j - 1] + 1)
-            current[j] = cost if cost < big else big
-            best = min(best, cost)
-        if best > limit:
-            return None
-        previous = current
-    found = previous[len(b)]
+    found = edit_distance(a, b)
     return found if found <= limit else None
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance by Myers' bit-parallel algorithm (Hyyrö's form for whole strings): one
+    pass over ``b`` with the columns of the shorter string ``a`` as the bits of an integer,
+    O(len(b) x len(a) / 64) machine work instead of the table's len(a) x len(b) Python steps."""
+    # a common prefix and suffix cost no edits: strings that nearly match are cut short first
+    shortest = min(len(a), len(b))
+    head = 0
+    while head < shortest and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
+    if len(a) > len(b):
+        a, b = b, a
+    m = len(a)
+    if m == 0:
+        return len(b)
+    peq: dict[str, int] = {}
+    for i, char in enumerate(a):
+        peq[char] = peq.get(char, 0) | (1 << i)
+    full = (1 << m) - 1
+    top = 1 << (m - 1)
+    pv, mv, score = full, 0, m
+    for char in b:
+        eq = peq.get(char, 0)
+        xv = eq | mv
+        xh = (((eq & pv) + pv) ^ pv) | eq
+        ph = mv | (~(xh | pv) & full)
+        mh = pv & xh
+        if ph & top:
+            score += 1
+        elif mh & top:
+            score -= 1
+        ph = ((ph << 1) | 1) & full
+        mh = (mh << 1) & full
+        pv = mh | (~(xv | ph) & full)
+        mv = ph & xv
+    return score
 
 
 def levenshtein(compiled: tuple[str, int], response: str, context: Context) -> Outcome:
@@ -167,23 +215,31 @@ def _string(value: Any, where: Where) -> str:
     return value
 
 
-def _folded_string(value: Any, where: Where) -> str:
-    return _string(value, where).casefold()
+def _folded_string(value: Any, where: Where) -> Folded:
+    needle = _string(value, where)
+    return Folded(needle, needle.casefold())
 
 
-register("exact", check=_as_is, evaluate=exact, schema={"type": "string"},
+def _prefix(value: Any, where: Where) -> str:
+    prefix = _string(value, where).lstrip(WHITESPACE)
+    if not prefix:
+        raise AssertionValueError("must not be only whitespace (the response is compared with it stripped)")
+    return prefix
+
+
+register("exact", check=_text, evaluate=exact, schema={"type": "string"},
          description="The whole response, whitespace-trimmed; case-sensitive.")  # fmt: skip
 register("contains", check=_string, evaluate=contains, schema=_STRING,
          description="Case-sensitive substring of the response.")  # fmt: skip
 register("icontains", check=_folded_string, evaluate=icontains, schema=_STRING,
          description="Substring of the response, ignoring case (Unicode case folding).")  # fmt: skip
 for _name, _fold in (("contains_any", False), ("icontains_any", True)):
-    register(_name, check=_folded if _fold else _needles, evaluate=_any(_name, _fold), schema=_STRINGS,
+    register(_name, check=_folded_needles if _fold else _plain_needles, evaluate=_any(_name, _fold), schema=_STRINGS,
              description=f"At least one of the listed strings is a substring{' (ignoring case)' if _fold else ''}.")  # fmt: skip
 for _name, _fold in (("contains_all", False), ("icontains_all", True)):
-    register(_name, check=_folded if _fold else _needles, evaluate=_all(_name, _fold), schema=_STRINGS,
+    register(_name, check=_folded_needles if _fold else _plain_needles, evaluate=_all(_name, _fold), schema=_STRINGS,
              description=f"Every listed string is a substring{' (ignoring case)' if _fold else ''}.")  # fmt: skip
-register("starts_with", check=_string, evaluate=starts_with, schema=_STRING,
+register("starts_with", check=_prefix, evaluate=starts_with, schema=_STRING,
          description="The response, leading whitespace stripped, starts with this.")  # fmt: skip
 register(
     "levenshtein", check=_levenshtein_value, evaluate=levenshtein,

@@ -77,13 +77,15 @@ def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -
             reason = f"score {score:.2f} is below the threshold {prompt.threshold:g}"
             reason += f": {reasons}" if reasons else ""
         return Grade(passed, score, reason, tuple(results), YARDSTICK)
+    if not counted:  # a set file refuses this at load; a prompt built in Python may not
+        return Grade(False, 0.0, "no assertion counted: every weight is 0", tuple(results), YARDSTICK)
     if not failed:
         return Grade(True, score, _ALL_HOLD[counted] if counted < 64 else f"all {counted} assertions hold",
                      tuple(results), YARDSTICK)  # fmt: skip
     return Grade(False, score, "; ".join(failed), tuple(results), YARDSTICK)
 
 
-_ALL_HOLD = ["no assertion counted", "assertion holds", *(f"all {n} assertions hold" for n in range(2, 64))]
+_ALL_HOLD = ["", "assertion holds", *(f"all {n} assertions hold" for n in range(2, 64))]
 
 
 class DeterministicGrader:

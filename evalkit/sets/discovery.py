@@ -39,7 +39,8 @@ def check_document(doc: Document) -> tuple[list[Issue], object]:
         return [Issue(doc.file, 1, 1, "", "not a set file: expected a top-level prompts: or questions: key")], None
     if kind == "prompts":
         plugin_issues = _plugin_issues(doc)
-        issues = schema_issues(kind, doc)
+        broken = {i.path for i in plugin_issues}  # a plugin that failed to load is that error, not an unknown type
+        issues = [i for i in schema_issues(kind, doc) if i.path not in broken]
         semantic, compiled = prompt_set_issues(doc, frozenset(i.path for i in issues))
         return _ordered(plugin_issues + issues + semantic), compiled
     issues = schema_issues(kind, doc)

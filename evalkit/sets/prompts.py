@@ -96,7 +96,10 @@ def prompt_set_issues(
             try:
                 compiled[(index, a_index)] = spec.check(value, folder)
             except AssertionValueError as exc:
-                issues.append(doc.issue(path, str(exc)))
+                message = str(exc)
+                if where == (kind,) and message.startswith(f"{kind}: "):  # the path ends with the type already
+                    message = message[len(kind) + 2 :]
+                issues.append(doc.issue(path, message))
         if assertions and zero_weights == len(assertions):
             issues.append(
                 doc.issue(

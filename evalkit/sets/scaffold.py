@@ -72,16 +72,23 @@ prompts:
   - id: capital-of-france
     prompt: What is the capital of France? Answer with the city name only.
     assertions:
-      - regex: /paris/i
+      - icontains: paris                            # a substring, ignoring case
+      - not_icontains: london                       # not_ negates any assertion type
+      - word_count: {max: 12}                       # a short answer: {min: A}, {max: B} or both
   - id: two-plus-two
     prompt: What is 2 + 2? Answer with the number only.
+    threshold: 0.75                                 # pass at a weighted score of 0.75, not only when all hold
     assertions:
-      - contains: "4"
+      - {type: regex, value: '\\b4\\b', weight: 3}    # the long form: type, value, weight (default 1)
+      - levenshtein: {value: "4", max: 2}           # the number alone, give or take 2 characters ("2 + 2 = 4"
+                                                    # misses it, scores 3 of 4 and still passes)
+      - {type: latency_ms, value: 30000, weight: 0} # weight 0: recorded, not counted
   - id: json-object
     system: You answer with JSON only, no other text.
     prompt: 'Repeat this JSON exactly: {"ok": true}'
     assertions:
-      - json_schema: {type: object, required: [ok], properties: {ok: {type: boolean}}}
+      - starts_with: "{"
+      - equals_json: {ok: true}                     # parsed: spacing and key order do not matter
 """
 
 
