@@ -74,6 +74,9 @@ class Prompt:
     critical: bool = False  # a failing critical prompt fails the gate (DESIGN 5.8)
     threshold: float | None = None  # passes when the weighted score reaches it, not when all hold
     vars: Mapping[str, Any] = field(default_factory=dict)  # given to python checks (DESIGN 2.4)
+    # a conversation (DESIGN 2.4) instead of one user message: every turn as sent, the last the
+    # user's; ``prompt`` is then that last turn (what tables and reasons show)
+    messages: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

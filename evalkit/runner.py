@@ -63,6 +63,7 @@ def set_fingerprint(prompt_set: PromptSet) -> str:
                 "assertions": [[a.type, a.value] + ([a.weight] if a.weight != 1 else []) for a in p.assertions],
                 "reference": p.reference,
                 **({"threshold": p.threshold} if p.threshold is not None else {}),
+                **({"messages": [[m.role, m.content] for m in p.messages]} if p.messages else {}),
             }
             for p in prompt_set.prompts
         ],
@@ -73,8 +74,9 @@ def set_fingerprint(prompt_set: PromptSet) -> str:
 def build_request(prompt_set: PromptSet, prompt: Prompt, alias: str) -> CompletionRequest:
     system = prompt_set.system_for(prompt)
     messages = (Message("system", system),) if system else ()
+    turns = prompt.messages or (Message("user", prompt.prompt),)
     return CompletionRequest(
-        messages=(*messages, Message("user", prompt.prompt)),
+        messages=(*messages, *turns),
         model=alias,
         params=prompt_set.params_for(prompt),
         item_id=prompt.id,
