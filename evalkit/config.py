@@ -60,6 +60,8 @@ class ProviderConfig:
     proxy: str | None = None  # else the environment's HTTPS_PROXY / NO_PROXY ...; may hold credentials
     ca_bundle: Path | None = None  # else SSL_CERT_FILE / SSL_CERT_DIR, else certifi
     implicit: bool = False  # made from the environment or the local default, not configured
+    options: Mapping[str, Any] = field(default_factory=dict)  # a plugin adapter: its own keys, and id
+    where: str | None = field(default=None, compare=False)  # file:line:col of its adapter: (errors)
 
     @property
     def alias(self) -> str:
@@ -77,8 +79,9 @@ class RetrieverConfig:
     timeout_s: float = 30.0
     max_retries: int = 4
     retry_backoff_s: float = 0.5
-    options: Mapping[str, Any] = field(default_factory=dict)  # lexical: language, stemming, k1, b
+    options: Mapping[str, Any] = field(default_factory=dict)  # lexical: language, stemming, k1, b; plugin: keys, id
     cwd: Path | None = None  # command retrievers run in the config file's folder
+    where: str | None = field(default=None, compare=False)  # file:line:col of its kind: (errors)
 
 
 @dataclass(frozen=True, slots=True)

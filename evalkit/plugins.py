@@ -4,7 +4,11 @@ entry point's name is the type, adapter or kind).
 
 Entry points are read only when a file names something evalkit does not have built in, and only
 the named ones are imported: a broken plugin is one error line naming it (its distribution and
-what failed) for the sets that use it, and nothing at all for the others.
+what failed) for the files that use it, and nothing at all for the others. The registries
+(``evalkit.assertions.registry``, ``evalkit.providers.registry``, ``evalkit.retrieval.registry``)
+turn a loaded object into a registered name; this module only finds, imports and checks the shape
+of what a group promises: a function for an assertion type, a class with ``from_config(options)``
+for an adapter or a retriever kind.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-GROUPS = ("evalkit.assertions", "evalkit.providers", "evalkit.retrievers")
+ASSERTIONS = "evalkit.assertions"
+PROVIDERS = "evalkit.providers"
+RETRIEVERS = "evalkit.retrievers"
+GROUPS = (ASSERTIONS, PROVIDERS, RETRIEVERS)
 
 
 class PluginError(Exception):
@@ -27,6 +34,18 @@ class Plugin:
     value: str  # module:attribute
     distribution: str
     version: str
+
+    def describe(self) -> str:
+        """``'name' (group, from dist version, module:attribute)``: how an error names it."""
+        return f"plugin '{self.name}' ({self.group}, from {self.distribution} {self.version}, {self.value})"
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """An installed plugin and, when it cannot be loaded, why (``evalkit --version --verbose``)."""
+
+    plugin: Plugin
+    error: str | None = None
 
 
 @functools.cache
@@ -44,13 +63,51 @@ def installed(group: str) -> dict[str, Plugin]:
 
 
 def load(plugin: Plugin) -> Any:
-    """The plugin's object, or PluginError naming it."""
+    """The plugin's object, checked to be what its group promises, or PluginError naming it."""
     from importlib.metadata import EntryPoint
 
     try:
-        return EntryPoint(plugin.name, plugin.value, plugin.group).load()
-    except Exception as exc:  # a third party's code: any failure is its own, named
-        raise PluginError(
-            f"plugin '{plugin.name}' ({plugin.group}, from {plugin.distribution} {plugin.version}, "
-            f"{plugin.value}) cannot be loaded: {type(exc).__name__}: {exc}"
-        ) from None
+        loaded = EntryPoint(plugin.name, plugin.value, plugin.group).load()
+    except (Exception, SystemExit) as exc:  # a third party's code: any failure is its own, named
+        raise PluginError(f"{plugin.describe()} cannot be loaded: {failure(exc)}") from None
+    problem = shape_problem(plugin.group, loaded)
+    if problem:
+        raise PluginError(f"{plugin.describe()} cannot be used: {problem}")
+    return loaded
+
+
+def shape_problem(group: str, loaded: Any) -> str | None:
+    """What is wrong with the object an entry point of ``group`` gave, or None."""
+    if group == ASSERTIONS:
+        return None if callable(loaded) else f"it is {_kind(loaded)}, not a function of (response, context)"
+    if group in (PROVIDERS, RETRIEVERS) and not callable(getattr(loaded, "from_config", None)):
+        return f"it is {_kind(loaded)} without a from_config(options) method"
+    return None
+
+
+def failure(exc: BaseException) -> str:
+    """``Type: message`` on one line (a plugin's message may span several)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def survey() -> list[Status]:
+    """Every installed plugin of every group, each loaded to say whether it can be (the registries
+    are not touched: nothing is registered)."""
+    statuses: list[Status] = []
+    for group in GROUPS:
+        for name in sorted(installed(group)):
+            plugin = installed(group)[name]
+            try:
+                load(plugin)
+            except PluginError as exc:
+                statuses.append(Status(plugin, str(exc).removeprefix(plugin.describe()).strip()))
+            else:
+                statuses.append(Status(plugin))
+    return statuses
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
+    return f"a {type(value).__name__}"

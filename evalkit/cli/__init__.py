@@ -8,19 +8,32 @@ else is a bug and keeps its traceback. Ctrl-C exits 130.
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import sys
 import threading
 from typing import Any, NoReturn
 
 import click
+from click.exceptions import NoArgsIsHelpError
 
-from evalkit._version import __version__
 from evalkit.errors import EvalkitError
 from evalkit.report.text import printable
 
 
 class EvalkitGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # the group's own options, before the command: --version reads --verbose from them
+        # whichever comes first (an eager option runs before the others are parsed)
+        ctx.meta[_OWN_ARGS] = tuple(itertools.takewhile(lambda a: a.startswith("-"), args))
+        try:
+            return super().parse_args(ctx, args)
+        except NoArgsIsHelpError:  # plain `evalkit`: the help, as click shows it
+            raise
+        except click.UsageError as exc:  # the group's own options: one line, as for a command's
+            click.echo(f"Error: {printable(exc.format_message())} (see evalkit --help)", err=True)
+            ctx.exit(2)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -47,8 +60,41 @@ def _command_path(ctx: click.Context) -> str:
     return " ".join(["evalkit", *words])
 
 
+_OWN_ARGS = "evalkit.own_args"
+
+
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from evalkit.cli.about import version_lines
+
+    for line in version_lines(verbose="--verbose" in ctx.meta.get(_OWN_ARGS, ())):
+        click.echo(printable(line))  # a plugin's name or error is third-party text
+    ctx.exit()
+
+
+def _verbose_alone(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # with --version, that option has already exited
+        raise click.UsageError("--verbose goes with --version: evalkit --version --verbose", ctx)
+
+
 @click.group(cls=EvalkitGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="evalkit")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version and exit.",
+)
+@click.option(
+    "--verbose",
+    is_flag=True,
+    expose_value=False,
+    callback=_verbose_alone,
+    help="With --version: also list the built-in assertion types, adapters and retriever kinds, and the "
+    "installed plugins (and which fail to load).",
+)
 def cli() -> None:
     """Measure LLM answers and retrieval; catch regressions in CI."""
 

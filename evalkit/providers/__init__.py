@@ -1,7 +1,10 @@
 """Model endpoints behind one interface (``evalkit.protocols.Provider``).
 
-``ProviderPool`` builds instances on first use (a fallback instance is only started when an
-item needs it) and closes every one it opened, also on errors and Ctrl-C.
+Adapters are a registry (``evalkit.providers.registry``): the four built-ins register below, one
+call each, through the call plugin adapters reach too; their modules are imported only when an
+instance of theirs is built or checked. ``ProviderPool`` builds instances on first use (a
+fallback instance is only started when an item needs it) and closes every one it opened, also
+on errors and Ctrl-C.
 """
 
 from __future__ import annotations
@@ -13,90 +16,140 @@ from collections.abc import Callable
 from evalkit.config import ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL, ProviderConfig
 from evalkit.errors import InputError
 from evalkit.protocols import Provider
+from evalkit.providers import registry
 
 
 def build_provider(config: ProviderConfig) -> Provider:
     """A provider object for one configured instance (no network traffic yet)."""
-    if config.adapter == "openai":
-        from evalkit.providers.openai import OpenAIProvider
-
-        return OpenAIProvider(config)
-    if config.adapter == "anthropic":
-        from evalkit.providers.anthropic import AnthropicProvider
-
-        return AnthropicProvider(config)
-    if config.adapter == "replay":
-        from evalkit.providers.replay import ReplayProvider
-
-        return ReplayProvider(config)
-    if config.adapter == "local":
-        from evalkit.providers.local import LocalProvider
-
-        return LocalProvider(config)
-    raise InputError(f"provider '{config.id}': unknown adapter '{config.adapter}'")
+    return registry.resolve(config).build(config)
 
 
 def check_provider(config: ProviderConfig) -> None:
     """Fail now, before any call, on what would stop this instance: key, answers or model file."""
-    if config.adapter in ("openai", "anthropic"):
-        from evalkit.providers.http import check_url
-        from evalkit.providers.openai import api_key
-
-        api_key(config)
-        if config.base_url:
-            check_url(config.base_url, f"provider '{config.id}': base_url")
-    elif config.adapter == "replay":
-        from evalkit.providers.replay import ReplayProvider
-
-        ReplayProvider(config)
-    elif config.adapter == "local":
-        from evalkit.providers.local import model_file, runtime_available
-
-        model_file(config)
-        runtime_available()
+    registry.resolve(config).check(config)
 
 
 def endpoint_identity(config: ProviderConfig) -> str:
     """What an instance's answers come from, for the completion cache's key (DESIGN 5.5): an HTTP
     adapter and its base URL as it goes on the wire (host in IDNA, default port and trailing
-    slash dropped; any user:password@ is never sent, so never part of it), or the local model
-    file's content hash. Never a key or a header value."""
-    if config.adapter in ("openai", "anthropic"):
-        from evalkit.urls import Endpoint, redacted
-
-        default = OPENAI_DEFAULT_URL if config.adapter == "openai" else ANTHROPIC_DEFAULT_URL
-        try:
-            endpoint = Endpoint.parse(config.base_url or default, userinfo=True)  # refused at load; never part of it
-        except ValueError as exc:  # check_provider says so first; an API caller may not have asked it
-            raise InputError(
-                f"provider '{config.id}': base_url {redacted(config.base_url or default)!r} is not a usable URL ({exc})"
-            ) from None
-        path, _, query = endpoint.target.partition("?")
-        # a query may carry a key (?key=...): it is part of the identity, hashed, never kept as text
-        hashed = f"?sha256:{hashlib.sha256(query.encode()).hexdigest()[:16]}" if query else ""
-        return f"{config.adapter} {endpoint.scheme}://{endpoint.authority}{path.rstrip('/')}{hashed}"
-    if config.adapter == "local":
-        from evalkit.providers.local import model_file, model_hash
-
-        # the instance's sampling settings shape its answers as much as the file does
-        settings = f"temperature={config.temperature:g} seed={config.seed} n_ctx={config.n_ctx}"
-        return f"local sha256:{model_hash(model_file(config))} {settings}"
-    return config.adapter  # replay: answers from a local file, never cached
+    slash dropped; any user:password@ is never sent, so never part of it), the local model
+    file's content hash, a plugin's name, version and keys (hashed). Never a key or a header value."""
+    return registry.resolve(config).endpoint(config)
 
 
 def default_alias(config: ProviderConfig) -> str:
     """The model alias sent when the CLI does not override it."""
-    if config.model:
-        return config.model
-    if config.adapter == "local":
-        from evalkit.providers.local import model_file
-
-        return model_file(config).name.removesuffix(".gguf").lower()
-    if config.adapter == "replay":
-        return "replay"
+    alias = config.model or registry.resolve(config).alias(config)
+    if alias:
+        return alias
     raise InputError(
         f"provider '{config.id}' has no model alias: add model: to it in evalkit.yaml or pass --model ALIAS"
     )
+
+
+def _openai(config: ProviderConfig) -> Provider:
+    from evalkit.providers.openai import OpenAIProvider
+
+    return OpenAIProvider(config)
+
+
+def _anthropic(config: ProviderConfig) -> Provider:
+    from evalkit.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(config)
+
+
+def _replay(config: ProviderConfig) -> Provider:
+    from evalkit.providers.replay import ReplayProvider
+
+    return ReplayProvider(config)
+
+
+def _local(config: ProviderConfig) -> Provider:
+    from evalkit.providers.local import LocalProvider
+
+    return LocalProvider(config)
+
+
+def _check_http(config: ProviderConfig) -> None:
+    from evalkit.providers.http import check_url
+    from evalkit.providers.openai import api_key
+
+    api_key(config)
+    if config.base_url:
+        check_url(config.base_url, f"provider '{config.id}': base_url")
+
+
+def _check_replay(config: ProviderConfig) -> None:
+    _replay(config)  # reads and checks the answers file
+
+
+def _check_local(config: ProviderConfig) -> None:
+    from evalkit.providers.local import model_file, runtime_available
+
+    model_file(config)
+    runtime_available()
+
+
+def _http_endpoint(config: ProviderConfig) -> str:
+    from evalkit.urls import Endpoint, redacted
+
+    default = OPENAI_DEFAULT_URL if config.adapter == "openai" else ANTHROPIC_DEFAULT_URL
+    try:
+        endpoint = Endpoint.parse(config.base_url or default, userinfo=True)  # refused at load; never part of it
+    except ValueError as exc:  # check_provider says so first; an API caller may not have asked it
+        raise InputError(
+            f"provider '{config.id}': base_url {redacted(config.base_url or default)!r} is not a usable URL ({exc})"
+        ) from None
+    path, _, query = endpoint.target.partition("?")
+    # a query may carry a key (?key=...): it is part of the identity, hashed, never kept as text
+    hashed = f"?sha256:{hashlib.sha256(query.encode()).hexdigest()[:16]}" if query else ""
+    return f"{config.adapter} {endpoint.scheme}://{endpoint.authority}{path.rstrip('/')}{hashed}"
+
+
+def _local_endpoint(config: ProviderConfig) -> str:
+    from evalkit.providers.local import model_file, model_hash
+
+    # the instance's sampling settings shape its answers as much as the file does
+    settings = f"temperature={config.temperature:g} seed={config.seed} n_ctx={config.n_ctx}"
+    return f"local sha256:{model_hash(model_file(config))} {settings}"
+
+
+def _local_alias(config: ProviderConfig) -> str:
+    from evalkit.providers.local import model_file
+
+    return model_file(config).name.removesuffix(".gguf").lower()
+
+
+registry.register(
+    "openai",
+    build=_openai,
+    check=_check_http,
+    endpoint=_http_endpoint,
+    description="any OpenAI-compatible /chat/completions endpoint",
+)
+registry.register(
+    "anthropic",
+    build=_anthropic,
+    check=_check_http,
+    endpoint=_http_endpoint,
+    description="the Anthropic Messages API",
+)
+registry.register(
+    "replay",
+    build=_replay,
+    check=_check_replay,
+    alias=lambda config: "replay",
+    description="recorded answers from a JSONL file (never cached)",
+)
+registry.register(
+    "local",
+    build=_local,
+    check=_check_local,
+    endpoint=_local_endpoint,
+    alias=_local_alias,
+    description="llama.cpp in-process on a loopback port (evalkit[local])",
+)
 
 
 class ProviderPool:

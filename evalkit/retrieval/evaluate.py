@@ -1,7 +1,8 @@
 """Run a question set against a retriever and score it -> RetrievalRunResult (nothing stored).
 
-The lexical retriever answers every question in one batch; http and command retrievers are
-called concurrently (bounded). A question whose call fails after retries becomes an item with an
+The retriever comes from the registry of kinds (``evalkit.retrieval.registry``). The lexical
+retriever answers every question in one batch; http, command and plugin retrievers are called
+concurrently (bounded). A question whose call fails after retries becomes an item with an
 error and the run goes on; a refusal (401/403/404) aborts it.
 """
 
@@ -17,6 +18,7 @@ from evalkit.config import RetrieverConfig
 from evalkit.errors import InputError, ProviderError, ProviderRefused, RetrieverError, RunError
 from evalkit.protocols import Retriever
 from evalkit.records import Question, QuestionSet, Ranking, RetrievalItem, RetrievalRunResult, RetrievalTolerances
+from evalkit.retrieval import registry
 from evalkit.retrieval.metrics import distinct, score
 from evalkit.retrieval.provenance import FIELDS, Provenance, benchmark_fingerprint, variant_fingerprint
 from evalkit.sets.corpus import Corpus, load_corpus
@@ -95,17 +97,14 @@ async def evaluate(
     tolerances: RetrievalTolerances | None = None,
 ) -> RetrievalRunResult:
     questions = question_set.questions
-    if config.kind == "lexical":
-        from evalkit.retrieval.lexical import LexicalParams, LexicalRetriever
-
-        if corpus is None:
-            raise InputError(f"{question_set.path}: the lexical retriever needs a corpus: add corpus: to the set file")
-        lexical = LexicalRetriever(corpus, LexicalParams.from_options(config.options), cache_dir)
-        rankings = lexical.search_many([q.question for q in questions], limit)
+    if config.kind == "lexical" and corpus is None:
+        raise InputError(f"{question_set.path}: the lexical retriever needs a corpus: add corpus: to the set file")
+    retriever = registry.build(config, registry.Resources(corpus, cache_dir))
+    if isinstance(retriever, registry.BatchRetriever):  # lexical: one batch, its own provenance
+        rankings = retriever.search_many([q.question for q in questions], limit)
         outcomes = [Outcome(r.ids, {}) for r in rankings]
-        provenance = Provenance.merged(lexical.provenance)
+        provenance = Provenance.merged(retriever.provenance)
     else:
-        retriever = _remote_retriever(config)
         outcomes = await _remote(retriever, questions, limit, concurrency)
         provenance = Provenance.merged(config.provenance, _returned_provenance(outcomes))
     return _result(
@@ -119,16 +118,6 @@ async def evaluate(
         finished_at=finished(),
         tolerances=tolerances,
     )
-
-
-def _remote_retriever(config: RetrieverConfig) -> Retriever:
-    if config.kind == "http":
-        from evalkit.retrieval.http import HttpRetriever
-
-        return HttpRetriever(config)
-    from evalkit.retrieval.command import CommandRetriever
-
-    return CommandRetriever(config)
 
 
 def _result(

@@ -1,4 +1,12 @@
-"""Load evalkit.yaml into a Config, validated like set files (schema, then cross-references)."""
+"""Load evalkit.yaml into a Config, validated like set files (schema, then cross-references).
+
+An adapter or retriever kind the schema does not know (the built-ins are its enums, tested equal
+to the registries) may be a plugin's: only then are entry points read, and the named plugin is
+imported to check it can be used (an import error, or an object without ``from_config``, is one
+issue at the ``adapter:`` / ``kind:`` naming it). A plugin's entry is checked only for the keys
+evalkit reads itself (the schema's ``x-plugin-keys``); every other key, with the ``id``, is the
+``options`` its ``from_config`` is given.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +15,31 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from evalkit import plugins
 from evalkit.config import Config, Cost, ProviderConfig, RetrieverConfig, find_config
 from evalkit.errors import Issue, SetError
-from evalkit.sets.validation import schema_issues
+from evalkit.sets.validation import ConfigPlugins, load_schema, schema_issues
 from evalkit.sets.yamldoc import Document, duplicate_ids, load_document
 from evalkit.urls import Endpoint, redacted
 
 URL_START = re.compile(r"(?i)https?://")
+# (section, schema definition, the key naming its implementation, entry point group)
+PLUGGABLE = (
+    ("providers", "provider", "adapter", plugins.PROVIDERS),
+    ("retrievers", "retriever", "kind", plugins.RETRIEVERS),
+)
+
+
+def built_in(definition: str) -> list[str]:
+    """The built-in adapters (``provider``) or retriever kinds (``retriever``): the schema's enum."""
+    entry = load_schema("config")["$defs"][definition]
+    key = "adapter" if definition == "provider" else "kind"
+    return list(entry["properties"][key]["enum"])
+
+
+def evalkit_keys(definition: str) -> frozenset[str]:
+    """The keys of a plugin's entry that evalkit reads itself (the rest are the plugin's)."""
+    return frozenset(load_schema("config")["$defs"][definition]["x-plugin-keys"])
 
 
 def load_config(explicit: str | Path | None = None) -> Config:
@@ -31,8 +57,9 @@ def load_config(explicit: str | Path | None = None) -> Config:
 def config_issues(doc: Document) -> list[Issue]:
     if doc.data is None:
         return []  # an empty evalkit.yaml is a valid, empty config
-    issues = schema_issues("config", doc)
     data = doc.data if isinstance(doc.data, dict) else {}
+    issues, accepted = _plugin_issues(doc, data)
+    issues += schema_issues("config", doc, plugins=accepted)
     duplicates, ids = duplicate_ids(doc, "providers")
     issues.extend(duplicates)
     for index, provider in enumerate(data.get("providers") or []):
@@ -67,7 +94,7 @@ def config_issues(doc: Document) -> list[Issue]:
                 )
             )
         command = retriever.get("command")
-        if isinstance(command, str):
+        if isinstance(command, str) and not _is_plugin(retriever, "retriever"):
             try:
                 shlex.split(command)
             except ValueError as exc:
@@ -76,7 +103,7 @@ def config_issues(doc: Document) -> list[Issue]:
                 )
     for section, key in (("providers", "base_url"), ("retrievers", "url")):
         for index, entry in enumerate(data.get(section) or []):
-            url = entry.get(key) if isinstance(entry, dict) else None
+            url = entry.get(key) if isinstance(entry, dict) and not _is_plugin(entry, section[:-1]) else None
             if isinstance(url, str) and URL_START.match(url):  # the schema speaks of other strings
                 try:
                     Endpoint.parse(url)
@@ -86,12 +113,45 @@ def config_issues(doc: Document) -> list[Issue]:
     return sorted(issues, key=lambda i: (i.line, i.col))
 
 
+def _plugin_issues(doc: Document, data: dict[str, Any]) -> tuple[list[Issue], ConfigPlugins | None]:
+    """One issue per plugin named that cannot be used (at its first use), and the plugin names
+    the schema is to accept; None when every adapter and kind named is built in."""
+    issues: list[Issue] = []
+    accepted: dict[str, tuple[str, ...]] = {}
+    for section, definition, key, group in PLUGGABLE:
+        own = set(built_in(definition))
+        first_use: dict[str, int] = {}
+        entries = data.get(section)
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            name = entry.get(key) if isinstance(entry, dict) else None
+            if isinstance(name, str) and name not in own:
+                first_use.setdefault(name, index)
+        if not first_use:
+            continue
+        available = {n: p for n, p in plugins.installed(group).items() if n not in own}  # a built-in wins
+        accepted[key] = tuple(sorted(available))
+        for name, index in first_use.items():
+            if name in available:  # else the schema's enum says it is unknown
+                try:
+                    plugins.load(available[name])
+                except plugins.PluginError as exc:
+                    issues.append(doc.issue((section, index, key), str(exc)))
+    if not accepted:
+        return issues, None
+    return issues, ConfigPlugins(accepted.get("adapter", ()), accepted.get("kind", ()))
+
+
+def _is_plugin(entry: Any, definition: str) -> bool:
+    key = "adapter" if definition == "provider" else "kind"
+    return isinstance(entry, dict) and isinstance(entry.get(key), str) and entry[key] not in built_in(definition)
+
+
 def _transport_issues(doc: Document, data: dict[str, Any]) -> list[Issue]:
     """A provider's proxy (its credentials never shown) and ca_bundle (a file, relative to the config)."""
     issues: list[Issue] = []
     root = Path(doc.file).parent
     for index, entry in enumerate(data.get("providers") or []):
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or _is_plugin(entry, "provider"):  # its keys are the plugin's
             continue
         proxy = entry.get("proxy")
         if isinstance(proxy, str) and URL_START.match(proxy):
@@ -126,14 +186,43 @@ def build_config(doc: Document, path: Path) -> Config:
         cache=data.get("cache", True),
         cache_ttl_days=data.get("cache_ttl_days", 30),
         baselines=Path(data["baselines"]) if "baselines" in data else None,
-        providers=tuple(_provider(p, root) for p in data.get("providers", [])),
-        retrievers=tuple(_retriever(r, root) for r in data.get("retrievers", [])),
+        providers=tuple(
+            _provider(p, root, _where(doc, ("providers", i, "adapter")))
+            for i, p in enumerate(data.get("providers", []))
+        ),
+        retrievers=tuple(
+            _retriever(r, root, _where(doc, ("retrievers", i, "kind")))
+            for i, r in enumerate(data.get("retrievers", []))
+        ),
     )
 
 
-def _provider(raw: dict[str, Any], root: Path) -> ProviderConfig:
+def _where(doc: Document, path: tuple[str | int, ...]) -> str:
+    line, col = doc.position(path)
+    return f"{doc.file}:{line}:{col}"
+
+
+def _plugin_options(raw: dict[str, Any], definition: str) -> dict[str, Any]:
+    """A plugin's ``options``: its ``id`` and every key evalkit does not read itself."""
+    ours = evalkit_keys(definition)
+    return {"id": raw["id"], **{k: v for k, v in raw.items() if k not in ours}}
+
+
+def _provider(raw: dict[str, Any], root: Path, where: str) -> ProviderConfig:
     cost = raw.get("cost")
     defaults = ProviderConfig(id=raw["id"], adapter=raw["adapter"])
+    if _is_plugin(raw, "provider"):
+        return ProviderConfig(
+            id=raw["id"],
+            adapter=raw["adapter"],
+            model=raw.get("model"),
+            priority=raw.get("priority", 0),
+            cost=Cost(cost.get("input_per_mtok", 0.0), cost.get("output_per_mtok", 0.0)) if cost else None,
+            max_concurrency=raw.get("max_concurrency", defaults.max_concurrency),
+            fallback=raw.get("fallback"),
+            options=_plugin_options(raw, "provider"),
+            where=where,
+        )
     return ProviderConfig(
         id=raw["id"],
         adapter=raw["adapter"],
@@ -157,10 +246,20 @@ def _provider(raw: dict[str, Any], root: Path) -> ProviderConfig:
         max_response_mb=float(raw.get("max_response_mb", defaults.max_response_mb)),
         proxy=raw.get("proxy"),
         ca_bundle=root / raw["ca_bundle"] if "ca_bundle" in raw else None,
+        where=where,
     )
 
 
-def _retriever(raw: dict[str, Any], root: Path) -> RetrieverConfig:
+def _retriever(raw: dict[str, Any], root: Path, where: str) -> RetrieverConfig:
+    if _is_plugin(raw, "retriever"):
+        return RetrieverConfig(
+            id=raw["id"],
+            kind=raw["kind"],
+            provenance=dict(raw.get("provenance", {})),
+            options=_plugin_options(raw, "retriever"),
+            cwd=root,
+            where=where,
+        )
     options: dict[str, Any] = {k: raw[k] for k in ("language", "stemming", "k1", "b") if k in raw}
     return RetrieverConfig(
         id=raw["id"],
@@ -173,4 +272,5 @@ def _retriever(raw: dict[str, Any], root: Path) -> RetrieverConfig:
         retry_backoff_s=float(raw.get("retry_backoff_s", 0.5)),
         options=options,
         cwd=root,
+        where=where,
     )

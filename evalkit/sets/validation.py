@@ -14,10 +14,11 @@ import difflib
 import functools
 import json
 import math
+import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalkit.errors import Issue
 from evalkit.sets.yamldoc import Document, PathPart, walk
@@ -70,6 +71,45 @@ def _validator(kind: str, plugin_types: tuple[str, ...] = ()) -> Any:
     return Draft202012Validator(_inline(schema, schema.get("$defs", {})))
 
 
+class ConfigPlugins(NamedTuple):
+    """The installed plugin adapters and retriever kinds a config's validator accepts."""
+
+    adapters: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+
+
+@functools.cache
+def _config_validator(accepted: ConfigPlugins) -> Any:
+    """The config's validator, accepting the plugin adapters and kinds ``accepted`` names."""
+    from jsonschema import Draft202012Validator
+
+    schema = with_config_plugins(load_schema("config"), accepted)
+    return Draft202012Validator(_inline(schema, schema.get("$defs", {})))
+
+
+def with_config_plugins(schema: dict[str, Any], accepted: ConfigPlugins) -> dict[str, Any]:
+    """The config schema with plugin adapters and kinds allowed: an entry of a plugin's is checked
+    only for the keys evalkit reads itself (``x-plugin-keys``); its other keys are the plugin's."""
+    defs = dict(schema["$defs"])
+    for name, key, names in (("provider", "adapter", accepted.adapters), ("retriever", "kind", accepted.kinds)):
+        if names:
+            defs[name] = _accepting(defs[name], key, list(names))
+    return {**schema, "$defs": defs}
+
+
+def _accepting(entry: dict[str, Any], key: str, names: list[str]) -> dict[str, Any]:
+    properties = entry["properties"]
+    chosen = properties[key]
+    built_in = {**entry, "properties": {**properties, key: {**chosen, "enum": [*chosen["enum"], *names]}}}
+    own = set(entry.get("x-plugin-keys", ()))
+    plugin = {
+        "type": "object",
+        "required": entry["required"],  # no additionalProperties: every other key is the plugin's
+        "properties": {**{k: v for k, v in properties.items() if k in own}, key: {**chosen, "enum": names}},
+    }
+    return {"if": {"properties": {key: {"enum": names}}, "required": [key]}, "then": plugin, "else": built_in}
+
+
 def _plugin_types() -> tuple[str, ...]:
     from evalkit.assertions import registry
 
@@ -90,10 +130,15 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
     return node
 
 
-def schema_issues(kind: str, doc: Document) -> list[Issue]:
-    """Every schema violation in ``doc``, as located, rewritten issues."""
+def schema_issues(kind: str, doc: Document, *, plugins: ConfigPlugins | None = None) -> list[Issue]:
+    """Every schema violation in ``doc``, as located, rewritten issues; a config's ``plugins``
+    are the plugin adapters and kinds it may name."""
     issues: list[Issue] = []
-    for error in _validator(kind, _plugin_types() if kind == "prompts" else ()).iter_errors(doc.data):
+    if kind == "config" and plugins is not None:
+        validator = _config_validator(plugins)
+    else:
+        validator = _validator(kind, _plugin_types() if kind == "prompts" else ())
+    for error in validator.iter_errors(doc.data):
         issues.extend(_rewrite(error, doc))
     flagged = {i.path for i in issues}
     for path, value in walk(doc.data):
@@ -202,7 +247,16 @@ def suggest(word: str, candidates: Sequence[str]) -> str | None:
     not a typo of it), nor one merely as close as two different short words are."""
     fitting = [c for c in candidates if not _other_name(word, c)]
     close = difflib.get_close_matches(word, fitting, n=1, cutoff=SUGGEST_CUTOFF)
-    return close[0] if close else None
+    if close:
+        return close[0]
+    negated = _NEGATED.fullmatch(word)
+    if negated and not word.casefold().startswith("not_"):  # 'notcontains' means 'not_contains'
+        spelt = "not_" + negated.group(1).lstrip("_- ")
+        close = difflib.get_close_matches(
+            spelt, [c for c in candidates if c.startswith("not_")], n=1, cutoff=SUGGEST_CUTOFF
+        )
+        return close[0] if close else None
+    return None
 
 
 def _other_name(word: str, candidate: str) -> bool:
@@ -211,8 +265,24 @@ def _other_name(word: str, candidate: str) -> bool:
     a, b = word.casefold(), candidate.casefold()
     if a.startswith("not_") != b.startswith("not_"):
         return True
+    if not b.startswith("not_") and _negation_of_a_name(a, candidate):
+        return True
     short, long = sorted((a.split("_"), b.split("_")), key=len)
     return len(short) < len(long) and long[-len(short) :] == short
+
+
+_NEGATED = re.compile(r"(?:not|no)[\s_-]?(.+)", re.IGNORECASE)
+
+
+def _negation_of_a_name(word: str, candidate: str) -> bool:
+    """``word`` reads as a negation of ``candidate`` spelt another way ('notcontains', 'no-contains',
+    'nopython'): offering ``candidate`` would answer it with its opposite."""
+    found = _NEGATED.fullmatch(word)
+    if found is None:
+        return False
+    rest = found.group(1).lstrip("_- ")
+    close = difflib.SequenceMatcher(None, rest, candidate.casefold()).ratio()
+    return rest == candidate.casefold() or close >= SUGGEST_CUTOFF
 
 
 def _did_you_mean(word: Any, candidates: Sequence[Any]) -> str:
