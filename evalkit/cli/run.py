@@ -216,8 +216,9 @@ def emit(runs: Sequence[Any], outputs: Outputs) -> None:
     from evalkit.report.jsonout import documents, envelope
 
     envelopes = [envelope(r, r.gate) for r in runs]
+    text = documents(envelopes) if outputs.fmt == "json" or outputs.output else ""
     if outputs.fmt == "json":
-        click.echo(documents(envelopes))
+        click.echo(text)
     elif outputs.fmt == "markdown":
         from evalkit.report.markdown import runs_markdown
 
@@ -234,7 +235,7 @@ def emit(runs: Sequence[Any], outputs: Outputs) -> None:
                 console.print()
             render_any(console, run, run.gate, compact=side_by_side)
     if outputs.output:
-        write_output(Path(outputs.output), documents(envelopes) + "\n")
+        write_output(Path(outputs.output), text + "\n")
     if outputs.junit:
         from evalkit.report.junit import junit_xml
 
