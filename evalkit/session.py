@@ -552,6 +552,9 @@ def plan_retrieval(
         raise InputError(f"{target}: evalkit retrieval needs exactly one question set, got: {kinds}")
     question_set = loaded[0]
     retriever_config = config.retriever(retriever)
+    from evalkit.retrieval import registry
+
+    registry.resolve(retriever_config)  # an unknown kind or a plugin that cannot load: exit 2 before the database
     if retriever_config.kind == "lexical" and question_set.corpus is None:
         raise InputError(f"{question_set.path}: the lexical retriever needs a corpus: add corpus: to the set file")
     if limit < 1:
