@@ -21,6 +21,7 @@ from typing import Any
 
 from evalkit.config import Cost, ProviderConfig
 from evalkit.errors import ProviderError, ProviderRefused
+from evalkit.graders.decision import prompt_text
 from evalkit.protocols import CompletionCache, Grader, Provider
 from evalkit.providers import ProviderPool, default_alias
 from evalkit.records import (
@@ -254,7 +255,7 @@ async def run_one(
         raise
     except ProviderError as exc:
         return ItemResult(
-            id=prompt.id, passed=False, score=0.0, reason=f"error: {exc}", error=str(exc), prompt=prompt.prompt,
+            id=prompt.id, passed=False, score=0.0, reason=f"error: {exc}", error=str(exc), prompt=prompt_text(prompt),
             system=request.system, repeat=repeat,
         )  # fmt: skip
     grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving, call_facts(caller, completion))
@@ -270,7 +271,7 @@ async def run_one(
         reason=reason,
         latency_ms=completion.latency_ms,
         assertions=grade.assertions,
-        prompt=prompt.prompt,
+        prompt=prompt_text(prompt),  # a conversation: every turn with its role
         system=request.system,
         response=completion.text,
         serving=completion.serving,

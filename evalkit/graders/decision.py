@@ -1,7 +1,8 @@
 """The decision grader: an LLM judge on five levels (profile ``evalkit.task_fulfilment`` v1).
 
-The judge is asked how well the candidate response fulfils its task: the prompt, preceded by
-the system prompt the call ran with as instructions the response had to follow. A non-empty
+The judge is asked how well the candidate response fulfils its task: the prompt (for a
+conversation, every turn before the answer as ``role: content`` lines), preceded by the system
+prompt the call ran with as instructions the response had to follow. A non-empty
 reference answer is sent as evidence. The judge answers ``{"level": 0-4, "justification": ...}``
 through structured output where the endpoint supports it (else a JSON object parsed from its
 text). When the endpoint returns log-probabilities for the level token, the level is their
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
@@ -70,12 +72,27 @@ _TRUNCATED = re.compile(
 )
 
 
+CONVERSATION = "Conversation (the candidate response is the assistant's next turn):"
+
+
+def transcript(messages: Sequence[Message]) -> str:
+    """A conversation as text, one ``role: content`` line per turn, in order."""
+    return "\n".join(f"{m.role}: {m.content}" for m in messages)
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """What a prompt asked, as stored and shown: its text, or its whole conversation with the roles."""
+    return transcript(prompt.messages) if prompt.messages else prompt.prompt
+
+
 def task_text(prompt_set: PromptSet, prompt: Prompt) -> str:
-    """The task as the judge sees it: the prompt, with the system prompt as instructions."""
+    """The task as the judge sees it: the prompt (a conversation: every turn before the answer,
+    with the roles), with the system prompt as instructions."""
+    task = f"{CONVERSATION}\n{transcript(prompt.messages)}" if prompt.messages else prompt.prompt
     system = prompt_set.system_for(prompt)
     if system:
-        return f"Instructions the response had to follow:\n{system}\n\nTask:\n{prompt.prompt}"
-    return prompt.prompt
+        return f"Instructions the response had to follow:\n{system}\n\nTask:\n{task}"
+    return task
 
 
 def judge_messages(task: str, response: str, reference: str | None) -> tuple[Message, ...]:

@@ -1,21 +1,44 @@
-"""The Anthropic Messages API: system prompt as its own field, x-api-key, anthropic-version."""
+"""The Anthropic Messages API: system prompt as its own field, x-api-key, anthropic-version.
+
+A conversation is sent as its user and assistant turns, its system turns joined into ``system``.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, ProviderConfig
 from evalkit.errors import ProviderError
 from evalkit.providers.http import provider_client
 from evalkit.providers.openai import api_key
-from evalkit.records import RESERVED_PARAMS, Completion, CompletionRequest, ServingRecord, Usage
+from evalkit.records import RESERVED_PARAMS, Completion, CompletionRequest, Message, ServingRecord, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
 # OpenAI-style parameter names in set files, mapped to the Messages API's own.
 TOOL_NAME = "record_answer"
 PARAM_NAMES = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "stop": "stop_sequences"}
+
+
+def split_system(messages: Sequence[Message]) -> tuple[str, list[dict[str, str]]]:
+    """The Messages API's top-level system text and its user/assistant turns.
+
+    Every system turn goes to ``system`` (in order, a blank line apart); two turns of the same
+    role in a row become one, a blank line apart, as the API itself combines them, so an endpoint
+    that insists on alternating roles gets them alternating.
+    """
+    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+    turns: list[dict[str, str]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if turns and turns[-1]["role"] == m.role:
+            turns[-1]["content"] += f"\n\n{m.content}"
+        else:
+            turns.append({"role": m.role, "content": m.content})
+    return system, turns
 
 
 class AnthropicProvider:
@@ -31,13 +54,10 @@ class AnthropicProvider:
         self.client = provider_client(config, config.base_url or ANTHROPIC_DEFAULT_URL, headers, key)
 
     def payload(self, request: CompletionRequest) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "model": request.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
-            "max_tokens": DEFAULT_MAX_TOKENS,
-        }
-        if request.system:
-            payload["system"] = request.system
+        system, turns = split_system(request.messages)
+        payload: dict[str, Any] = {"model": request.model, "messages": turns, "max_tokens": DEFAULT_MAX_TOKENS}
+        if system:
+            payload["system"] = system
         for name, value in request.params.items():
             if name in PARAM_NAMES:
                 payload[PARAM_NAMES[name]] = [value] if name == "stop" and isinstance(value, str) else value
