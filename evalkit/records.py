@@ -60,7 +60,7 @@ class Assertion:
     value: JsonValue
     compiled: Any = field(default=None, compare=False, repr=False)
     weight: float = 1.0
-    where: str | None = field(default=None, compare=False)
+    where: object | None = field(default=None, compare=False)  # str() is file:line:col (worked out then)
 
 
 @dataclass(frozen=True, slots=True)

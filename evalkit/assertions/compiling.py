@@ -34,6 +34,7 @@ class CompiledRegex:
     pattern: Any
 
 
+@functools.lru_cache(maxsize=4096)
 def compile_regex(source: str) -> CompiledRegex:
     """``/pattern/flags`` (flags from imsxu) or a bare pattern, compiled with Unicode semantics."""
     import regex
