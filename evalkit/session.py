@@ -335,8 +335,9 @@ def _prepare_database(plan: RunPlan, cache: Any) -> None:
         aliases: dict[str, str] = {}
         endpoints: dict[str, str] = {}
         for target in plan.targets:
-            chain = _fallback_chain(plan.config, target.provider)
-            aliases |= {target.provider.id: target.alias} | {c.id: default_alias(c) for c in chain[1:]}
+            chain = [c for c in _fallback_chain(plan.config, target.provider) if c.adapter != "replay"]
+            # recorded answers are never cached (DESIGN 5.5): nothing to preload for them
+            aliases |= {c.id: target.alias if c is target.provider else default_alias(c) for c in chain}
             endpoints |= {c.id: endpoint_identity(c) for c in chain}
         keys = [
             cache_key(instance, build_request(s, p, alias), repeat, endpoint=endpoints[instance])
