@@ -126,7 +126,7 @@ def _parse(raw: bytes, file: str) -> Document:
     except RecursionError:
         raise SetError([Issue(file, 1, 1, "", f"nested too deeply to be a baseline file; {RECREATE}")]) from None
     try:
-        tree = parse_document(text, file).tree
+        tree = parse_document(text, file).nodes
     except SetError as exc:
         if not duplicates:
             return Document(file, data, None)  # valid JSON that YAML refuses: no positions
