@@ -1,0 +1,363 @@
+"""promptfoo assertions -> evalkit assertions, by promptfoo's own semantics.
+
+A value is rendered as promptfoo renders it before checking: a string as a Nunjucks template
+with the test's vars, each string of a list likewise, a mapping not at all; ``file://`` loads a
+.json/.yaml file (parsed) or a .txt file (trimmed). Then:
+
+    equals          exact (a string or number: String(value)); equals_json (a mapping or list)
+    contains, icontains, starts-with       the same names (String(value))
+    contains-any/-all, icontains-any/-all  the list, or a comma-separated string split as promptfoo does
+    regex           regex, the JavaScript pattern translated (evalkit.importers.jsregex)
+    is-json         json_schema: true, or the schema (a mapping, YAML text or a file)
+    contains-json   contains_json likewise
+    levenshtein     levenshtein {value, max: threshold (default 5)}
+    latency, cost   latency_ms, cost: the threshold
+    word-count      word_count {min, max} (a number N: exactly N)
+    python          python: file.py:function (default get_assert), when given as file://
+
+``not-`` becomes ``not_``, ``weight`` the weight, ``metric`` a comment (evalkit has no named
+metrics). Everything else is not converted, with a hint. Each converted value is checked by
+evalkit's own assertion registry, so what is written loads.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit.assertions import registry
+from evalkit.assertions.registry import AssertionValueError, Where
+from evalkit.importers.jsregex import UntranslatableRegex, translate
+from evalkit.importers.promptfoo.source import JS_EXTENSIONS, Loc, file_reference, parse_yaml_text, split_function
+from evalkit.sets.nunjucks import TemplateMismatch, js_string, render
+
+DECISION = "use --grader decision with a reference (the expected answer, or the rubric)"
+PYTHON = "rewrite it as a python: check (file.py:function, called with (response, context))"
+HINTS = {
+    **dict.fromkeys(
+        ("llm-rubric", "g-eval", "model-graded-closedqa", "agent-rubric", "search-rubric", "answer-relevance",
+         "conversation-relevance"), f"model-graded: {DECISION}"),
+    **dict.fromkeys(("factuality", "model-graded-factuality"),
+                    "model-graded: its value is a reference answer; put it in reference: and use --grader decision"),
+    **dict.fromkeys(("context-faithfulness", "context-recall", "context-relevance"),
+                    "RAG context check: evalkit measures retrieval with question sets (evalkit retrieval)"),
+    **dict.fromkeys(("similar", "similar:cosine", "similar:dot", "similar:euclidean"),
+                    "embedding similarity has no evalkit equivalent; levenshtein, or --grader decision with a reference"),
+    **dict.fromkeys(("javascript", "ruby", "webhook"), PYTHON),
+    **dict.fromkeys(("is-xml", "contains-xml", "is-html", "contains-html", "is-sql", "contains-sql"),
+                    "no evalkit equivalent; a python: check can parse it"),
+    **dict.fromkeys(("is-valid-function-call", "is-valid-openai-function-call", "is-valid-openai-tools-call",
+                     "tool-call-f1", "finish-reason", "skill-used", "trace-error-spans", "trace-span-count",
+                     "trace-span-duration", "trajectory:goal-success", "trajectory:tool-args-match",
+                     "trajectory:step-count", "trajectory:tool-sequence", "trajectory:tool-used"),
+                    "evalkit grades the response text only (no tool calls, finish reasons or traces)"),
+    **dict.fromkeys(("moderation", "guardrails", "pi", "classifier", "is-refusal"),
+                    "no evalkit equivalent; a python: check, or --grader decision"),
+    **dict.fromkeys(("perplexity", "perplexity-score"), "needs token log-probabilities, which evalkit does not check"),
+    **dict.fromkeys(("rouge-n", "bleu", "gleu", "meteor"),
+                    "n-gram overlap has no evalkit equivalent; levenshtein or a python: check"),
+    **dict.fromkeys(("select-best", "max-score", "human"),
+                    "compares the outputs of several prompts; evalkit grades each answer on its own"),
+    "assert-set": "write its assertions into the test itself",
+}  # fmt: skip
+CONVERTED = frozenset(
+    ("equals", "contains", "icontains", "contains-any", "contains-all", "icontains-any", "icontains-all",
+     "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "word-count", "python")
+)  # fmt: skip
+_NAMES = {"equals": "exact", "starts-with": "starts_with", "is-json": "json_schema", "contains-json": "contains_json",
+          "latency": "latency_ms", "word-count": "word_count"}  # fmt: skip
+NEGATABLE = CONVERTED | frozenset(HINTS) - {"select-best", "max-score", "human", "assert-set"}
+
+
+@dataclass(frozen=True, slots=True)
+class Converted:
+    item: dict[str, Any]  # the evalkit assertion, in the one-key or the long form
+    comment: str | None = None
+    partly: tuple[str, ...] = ()  # why it does not mean quite what promptfoo's did
+    notes: tuple[str, ...] = ()  # differences in edge cases, reported once per import
+
+
+@dataclass(frozen=True, slots=True)
+class NotConverted:
+    what: str
+    hint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What converting an assertion needs: promptfoo's base folder, the output folder (python
+    files are written relative to it) and the test's vars."""
+
+    base: Path
+    out: Path
+    vars: Mapping[str, Any]
+
+
+def convert(assertion: Any, loc: Loc, scope: Scope) -> Converted | NotConverted:
+    """One promptfoo assertion as an evalkit one."""
+    if not isinstance(assertion, Mapping) or not isinstance(assertion.get("type"), str):
+        return NotConverted("assertion", "not a promptfoo assertion: it needs type:")
+    kind = assertion["type"]
+    negated = kind.startswith("not-") and kind[4:] in NEGATABLE
+    base = kind[4:] if negated else kind
+    if base not in CONVERTED:
+        return NotConverted(kind, HINTS.get(base, "not a promptfoo assertion type evalkit knows"))
+    if "transform" in assertion:
+        return NotConverted(
+            f"{kind} with transform", "evalkit grades the raw response; move the transform into a python: check"
+        )
+    weight = assertion.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
+        return NotConverted(f"{kind} weight {weight!r}", "evalkit weights are numbers, 0 or more")
+    try:
+        found = _convert(base, assertion, scope)
+    except _Refused as refused:
+        return NotConverted(kind, str(refused))
+    if isinstance(found, NotConverted):
+        return found
+    name, value, comment, partly, notes = found
+    name = f"not_{name}" if negated else name
+    spec = registry.get(name)
+    assert spec is not None, name
+    try:
+        spec.check(value, Where(scope.out))
+    except AssertionValueError as exc:
+        return NotConverted(kind, f"evalkit refuses the converted value: {exc}")
+    item = {name: value} if weight == 1 else {"type": name, "value": value, "weight": weight}
+    metric = assertion.get("metric")
+    if isinstance(metric, str) and metric:
+        comment = f"{comment}; metric: {metric}" if comment else f"metric: {metric}"
+        partly = [*partly, f"metric {metric!r} kept as a comment: evalkit reports no named metrics"]
+    return Converted(item, comment, tuple(partly), tuple(notes))
+
+
+class _Refused(Exception):
+    """The assertion cannot be converted; the message is the hint."""
+
+
+_Found = tuple[str, Any, str | None, list[str], list[str]]
+
+
+def _convert(base: str, assertion: Mapping[str, Any], scope: Scope) -> _Found | NotConverted:
+    value = assertion.get("value")
+    threshold = assertion.get("threshold")
+    if base == "python":
+        return _python(value, threshold, scope)
+    value = rendered_value(value, scope)
+    if base == "equals":
+        if isinstance(value, Mapping | list):
+            return "equals_json", value, None, [], []
+        if value is None:
+            raise _Refused("equals needs a value")
+        note = "equals -> exact: evalkit trims whitespace at both ends before comparing, promptfoo compares verbatim"
+        return "exact", js_string(value), None, [], [note]
+    if base in ("contains", "icontains", "starts-with"):
+        text = _needle(value, base)
+        notes = []
+        if base == "icontains":
+            notes.append("icontains: evalkit ignores case by Unicode case folding (ß = ss), promptfoo by toLowerCase")
+        if base == "starts-with":
+            notes.append("starts-with: evalkit ignores whitespace before the response, promptfoo does not")
+        return _NAMES.get(base, base), text, None, [], notes
+    if base in ("contains-any", "contains-all", "icontains-any", "icontains-all"):
+        return base.replace("-", "_"), _needles(value, base), None, [], []
+    if base == "regex":
+        return _regex(value)
+    if base in ("is-json", "contains-json"):
+        schema = _schema(value, base)
+        notes = []
+        if base == "contains-json":
+            notes.append("contains-json: evalkit checks the first JSON value in the text, promptfoo any of them")
+        return _NAMES[base], schema, None, [], notes
+    if base == "levenshtein":
+        if not isinstance(value, str):
+            raise _Refused("levenshtein needs a string value")
+        limit = _number(5 if threshold is None else threshold, "levenshtein threshold")
+        note = "levenshtein: evalkit trims the response's whitespace first, promptfoo compares it verbatim"
+        return "levenshtein", {"value": value, "max": math.floor(limit)}, None, [], [note]
+    if base in ("latency", "cost"):
+        if threshold is None:
+            raise _Refused(f"{base} needs a threshold")
+        bound = _number(threshold, f"{base} threshold")
+        notes = ["cost: the instance needs cost: prices in evalkit.yaml"] if base == "cost" else []
+        return _NAMES.get(base, base), bound, None, [], notes
+    return _word_count(value)
+
+
+def rendered_value(value: Any, scope: Scope) -> Any:
+    """An assertion value as promptfoo gives it to the check."""
+    if isinstance(value, str):
+        if value.startswith("file://"):
+            return load_value_file(value, scope.base)
+        return _render(value, scope)
+    if isinstance(value, list):
+        return [
+            (load_value_file(v, scope.base) if v.startswith("file://") else _render(v, scope))
+            if isinstance(v, str)
+            else v
+            for v in value
+        ]
+    return value
+
+
+def load_value_file(reference: str, base: Path) -> Any:
+    """promptfoo's processFileReference: .json/.yaml parsed, .txt trimmed, anything else refused."""
+    path = base / file_reference(reference)
+    if path.suffix in JS_EXTENSIONS or path.suffix in (".py", ".rb"):
+        raise _Refused("its value is computed by a script; evalkit values are written out")
+    if path.suffix not in (".json", ".yaml", ".yml", ".txt"):
+        raise _Refused(f"promptfoo reads no {path.suffix or 'extension-less'} value files")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise _Refused(f"cannot read {reference}") from None
+    if path.suffix == ".txt":
+        return text.strip()
+    from evalkit.errors import SetError
+
+    try:
+        return parse_yaml_text(text, Loc(str(path)))
+    except SetError as exc:
+        raise _Refused(f"{reference}: {exc}") from None
+
+
+def _render(text: str, scope: Scope) -> str:
+    try:
+        return render(text, scope.vars).text
+    except TemplateMismatch as exc:
+        raise _Refused(f"its template: {exc}") from None
+
+
+def _needle(value: Any, base: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
+        raise _Refused(f"{base} needs a non-empty string or a number")
+    return js_string(value)
+
+
+def _needles(value: Any, base: str) -> list[str]:
+    if isinstance(value, str):
+        value = split_commas(value)
+    if not isinstance(value, list) or not value:
+        raise _Refused(f"{base} needs a list of strings (or a comma-separated string)")
+    needles = ["null" if v is None else js_string(v) for v in value]
+    if "" in needles:
+        raise _Refused(f"an empty string in {base} always matches; remove it")
+    return needles
+
+
+def split_commas(value: str) -> list[str]:
+    """promptfoo's parseCommaSeparatedValues: fields split on commas and trimmed; a field in
+    double quotes keeps its commas (\\" or "" for a quote); repeated commas are skipped."""
+    fields: list[str] = []
+    i = 0
+    while i < len(value):
+        while i < len(value) and (value[i].isspace() or value[i] == ","):
+            i += 1
+        if i >= len(value):
+            break
+        if value[i] == '"':
+            field, i = _quoted_field(value, i + 1)
+            while i < len(value) and value[i].isspace():
+                i += 1
+            if i < len(value) and value[i] != ",":
+                raise _Refused("expected a comma after a quoted field in the list")
+        else:
+            end = value.find(",", i)
+            end = len(value) if end < 0 else end
+            field, i = value[i:end].strip(), end
+        fields.append(field)
+    return fields
+
+
+def _quoted_field(value: str, i: int) -> tuple[str, int]:
+    out = []
+    while i < len(value):
+        if value[i] == "\\" and value[i + 1 : i + 2] in ('"', "\\"):
+            out.append(value[i + 1])
+            i += 2
+        elif value.startswith('""', i):
+            out.append('"')
+            i += 2
+        elif value[i] == '"':
+            return "".join(out), i + 1
+        else:
+            out.append(value[i])
+            i += 1
+    raise _Refused("an unterminated quoted field in the list")
+
+
+def _regex(value: Any) -> _Found:
+    if not isinstance(value, str) or not value:
+        raise _Refused("regex needs a non-empty string")
+    try:
+        translation = translate(value)
+    except UntranslatableRegex as exc:
+        raise _Refused(str(exc)) from None
+    partly = []
+    if value.startswith("/") and value.rfind("/") > 0 and value[value.rfind("/") + 1 :].isalpha():
+        partly.append(
+            "the value looks like /pattern/flags, but promptfoo reads it as a pattern whose slashes are "
+            "literal (new RegExp(value)); converted as promptfoo reads it"
+        )
+    comment = None if translation.value == value else f"promptfoo regex: {value}"
+    return "regex", translation.value, comment, partly, list(translation.notes)
+
+
+def _schema(value: Any, base: str) -> Any:
+    if value is None or value == "" or value is False:
+        return True
+    if isinstance(value, str):
+        from evalkit.errors import SetError
+
+        try:
+            value = parse_yaml_text(value, Loc(base))
+        except SetError as exc:
+            raise _Refused(f"its schema is not YAML: {exc}") from None
+    if not isinstance(value, Mapping | bool):
+        raise _Refused(f"{base} needs a JSON Schema (a mapping)")
+    return value
+
+
+def _number(value: Any, what: str) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise _Refused(f"{what} must be a number, 0 or more")
+    return value
+
+
+def _word_count(value: Any) -> _Found:
+    if isinstance(value, str) and value.strip():
+        try:
+            value = float(value)
+        except ValueError:
+            raise _Refused("word-count needs a number or {min, max}") from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not float(value).is_integer() or value < 0:
+            raise _Refused("word-count: no answer has a fractional or negative number of words")
+        return "word_count", {"min": int(value), "max": int(value)}, None, [], []
+    if not isinstance(value, Mapping) or not ({"min", "max"} & set(value)):
+        raise _Refused("word-count needs a number or {min, max}")
+    bounds: dict[str, int] = {}
+    for key, rounding in (("min", math.ceil), ("max", math.floor)):
+        if value.get(key) is not None:
+            bounds[key] = max(0, rounding(_number(value[key], f"word-count {key}")))
+    return "word_count", bounds, None, [], []
+
+
+def _python(value: Any, threshold: Any, scope: Scope) -> _Found | NotConverted:
+    if not isinstance(value, str) or not value.startswith("file://"):
+        return NotConverted("python (inline code)", "move the code into a file and use python: file.py:function")
+    path, function = split_function(file_reference(value))
+    if not path.endswith(".py"):
+        return NotConverted("python", f"{value} is not a .py file")
+    target = os.path.relpath((scope.base / path).resolve(), scope.out.resolve())
+    partly = [
+        "promptfoo passes any score above 0 and a context with test, config and provider; evalkit passes at "
+        "0.5 and gives prompt, vars, reference, latency_ms, cost and model: check the function"
+    ]
+    if threshold is not None:
+        partly.append("its threshold is not converted (evalkit passes a score at 0.5)")
+    return "python", f"{Path(target).as_posix()}:{function or 'get_assert'}", None, partly, []

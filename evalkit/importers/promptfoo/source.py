@@ -1,0 +1,156 @@
+"""Where things were written, and reading the files a promptfoo config refers to.
+
+Every value keeps its origin (``Loc``): the YAML document and data path (its line comes from the
+node positions of ``evalkit.sets.yamldoc``), or the line of a CSV row or JSONL record. A problem
+that stops the import is a SetError at that place (exit 2); anything merely not converted is a
+finding at that place.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import Issue, SetError
+from evalkit.sets.yamldoc import Document, format_path, load_document, parse_document
+
+JS_EXTENSIONS = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx")
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """A place in a file: a data path in a YAML/JSON document, or a fixed line."""
+
+    file: str
+    doc: Document | None = field(default=None, compare=False, repr=False)
+    path: tuple[str | int, ...] = ()
+    fixed_line: int = 0
+    key: bool = False  # the place of the last part's key, not of its value
+
+    def at(self, *parts: str | int) -> Loc:
+        return Loc(self.file, self.doc, (*self.path, *parts), self.fixed_line)
+
+    def key_of(self, *parts: str | int) -> Loc:
+        """The place of the key ``parts`` ends with (a mapping value may start on the next line)."""
+        return Loc(self.file, self.doc, (*self.path, *parts), self.fixed_line, key=True)
+
+    @property
+    def line(self) -> int:
+        if self.doc is not None:
+            return self.doc.position(self.path, key=self.key)[0]
+        return self.fixed_line
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def error(self, message: str) -> SetError:
+        """Stop the import: invalid input at this place."""
+        col = self.doc.position(self.path, key=self.key)[1] if self.doc is not None else 1  # a row: its start
+        return SetError([Issue(self.file, self.line, col if self.line else 0, format_path(self.path), message)])
+
+
+def shown(path: Path) -> str:
+    """``path`` as the user would write it: relative to the working folder when inside it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return str(path)
+    return str(path.absolute()) if relative.startswith("..") else relative
+
+
+def file_reference(value: str) -> str:
+    return value[len("file://") :] if value.startswith("file://") else value
+
+
+def split_function(reference: str) -> tuple[str, str | None]:
+    """``path.py:name`` -> (path.py, name); a drive letter's colon is not a function."""
+    head, sep, name = reference.rpartition(":")
+    if sep and head and len(head) > 1 and "/" not in name and "\\" not in name:
+        return head, name
+    return reference, None
+
+
+def expand(base: Path, pattern: str, where: Loc) -> list[Path]:
+    """The files ``pattern`` (a path or glob, relative to ``base``) names, sorted; none is an error."""
+    full = base / pattern
+    if any(c in pattern for c in "*?["):
+        found = sorted(Path(p) for p in glob.glob(str(full), recursive=True) if Path(p).is_file())
+        if not found:
+            raise where.error(f"no file matches {pattern!r} (relative to {shown(base) or '.'})")
+        return found
+    if not full.is_file():
+        raise where.error(f"file not found: {pattern!r} (relative to {shown(base) or '.'}); check the path")
+    return [full]
+
+
+def read_text(path: Path, where: Loc) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise where.error(f"cannot read {shown(path)}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise where.error(f"{shown(path)} is not UTF-8 text; save it as UTF-8") from None
+
+
+def read_yaml(path: Path) -> Document:
+    """A YAML (or JSON) file with positions; a YAML error is a SetError naming file:line:col."""
+    return load_document(path, shown(path))
+
+
+def parse_yaml_text(text: str, where: Loc) -> Any:
+    """A YAML string inside a config (an is-json schema written as text)."""
+    return parse_document(text, str(where)).data
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One CSV row or JSONL record and the line it starts on."""
+
+    data: Any
+    loc: Loc
+
+
+def read_csv(path: Path, where: Loc) -> list[Row]:
+    """Rows of a CSV file with a header, as promptfoo's reader (csv-parse, columns, BOM) gives them."""
+    text = read_text(path, where)
+    name = shown(path)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            return []
+        rows, start = [], reader.line_num + 1
+        for cells in reader:
+            if cells:  # an empty line is no row
+                if len(cells) != len(header):
+                    raise Loc(name, fixed_line=start).error(
+                        f"{len(cells)} fields where the header has {len(header)}; quote a field holding commas"
+                    )
+                rows.append(
+                    Row(dict(zip((h.strip() for h in header), cells, strict=True)), Loc(name, fixed_line=start))
+                )
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise Loc(name, fixed_line=reader.line_num).error(f"CSV error: {exc}") from None
+    return rows
+
+
+def read_jsonl(path: Path, where: Loc) -> list[Row]:
+    name = shown(path)
+    rows = []
+    for number, line in enumerate(read_text(path, where).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(Row(json.loads(line), Loc(name, fixed_line=number)))
+        except json.JSONDecodeError as exc:
+            raise Loc(name, fixed_line=number).error(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    return rows

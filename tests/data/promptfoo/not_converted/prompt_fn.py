@@ -1,0 +1,2 @@
+def make_prompt(context):
+    return f"Reply to: {context['vars']['message']}"

@@ -1,0 +1,230 @@
+"""``evalkit import promptfoo`` at the command line: bad input, re-runs, secrets, literal braces,
+and cost/latency verdicts against a priced loopback server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.records import PromptSet
+from evalkit.sets import load_set
+from tests.conftest import REPO
+from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
+
+CASES = REPO / "tests" / "data" / "promptfoo"
+
+
+def test_cost_and_latency_verdicts_against_a_priced_server(
+    isolated: Path, cli: Any, write_file: Any, fake_llm: FakeServer
+) -> None:
+    expected = json.loads((CASES / "cost_latency" / "expected.json").read_text(encoding="utf-8"))
+    shutil.copytree(CASES / "cost_latency", isolated / "cost_latency")
+    assert cli("import", "promptfoo", "cost_latency/promptfooconfig.yaml", "--out", "sets").exit_code == 0
+    write_file(
+        "evalkit.yaml",
+        f"""
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {fake_llm.url}/v1
+            model: gpt-4o-mini
+            max_retries: 0
+            cost: {{input_per_mtok: 1, output_per_mtok: 1}}
+        """,
+    )
+    prompts = {p.prompt: p.id for p in load_set(isolated / "sets" / "cost_latency.yaml").prompts}  # type: ignore[union-attr]
+    for served in expected["served"]:
+
+        def answer(request: Recorded, served: dict[str, Any] = served) -> Reply:
+            prompt_id = prompts[last_user_message(request)]
+            if prompt_id != served["id"]:
+                return openai_reply("-", model="m")
+            reply = openai_reply(served["response"], model="m", prompt_tokens=served["prompt_tokens"],
+                                 completion_tokens=served["completion_tokens"])  # fmt: skip
+            reply.delay_s = served["delay_s"]
+            return reply
+
+        fake_llm.handler = answer
+        result = cli("run", "sets/cost_latency.yaml", "--provider", "fake", "--format", "json", "--no-cache")
+        assert result.exit_code in (0, 1), result.stderr
+        items = {item["id"]: item for item in json.loads(result.stdout)["items"]}
+        assert items[served["id"]]["passed"] is served["passed"], (served, items[served["id"]])
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({}, "Error: promptfooconfig.yaml: file not found; check the path"),
+        ({"promptfooconfig.yaml": "prompts: [a\n"}, "Error: promptfooconfig.yaml:2:1: YAML error:"),
+        ({"promptfooconfig.yaml": "- a\n- b\n"}, "Error: promptfooconfig.yaml:1:1: not a promptfoo config: expected a"),
+        (
+            {"promptfooconfig.yaml": "id: x\nname: y\n"},
+            "Error: promptfooconfig.yaml:1:1: not a promptfoo config: no prompts:",
+        ),
+        (
+            {"promptfooconfig.yaml": "providers: [openai:gpt-4o]\ntests: []\n"},
+            "Error: promptfooconfig.yaml:1:1: no prompts: promptfoo needs the prompts to send",
+        ),
+        (
+            {"promptfooconfig.yaml": "prompts:\n  - 'ok {{x}}'\n  - file://missing.txt\n"},
+            "Error: promptfooconfig.yaml:3:5: prompts[1]: file not found: 'missing.txt'",
+        ),
+        (
+            {
+                "promptfooconfig.yaml": "prompts: ['{{x}}']\ntests: file://t.csv\n",
+                "t.csv": "x,__expected\na,b\nc,d,e\n",
+            },
+            "Error: t.csv:3:1: 3 fields where the header has 2; quote a field holding commas",
+        ),
+        (
+            {"promptfooconfig.yaml": "prompts: ['{{x}}']\ntests:\n  - vars: [1, 2]\n"},
+            "Error: promptfooconfig.yaml:3:11: tests[0].vars: vars files are named by paths",
+        ),
+        (
+            {"promptfooconfig.yaml": "prompts: ['{{x}}']\ntests:\n  - assert: {type: contains}\n"},
+            "Error: promptfooconfig.yaml:3:13: tests[0].assert: assert must be a list of assertions",
+        ),
+        (
+            {"promptfooconfig.yaml": "prompts: ['{{x}}']\ntests:\n  - description: only words\n"},
+            "Error: promptfooconfig.yaml:3:5: tests[0]: a test case needs one of assert, vars, options",
+        ),
+    ],
+)
+def test_bad_input_is_exit_2_with_the_place(
+    files: dict[str, str], message: str, isolated: Path, cli: Any, write_file: Any
+) -> None:
+    for name, text in files.items():
+        (isolated / name).write_text(text, encoding="utf-8")
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not (isolated / "sets").exists()
+
+
+def test_nothing_to_convert_lists_why_and_writes_nothing(isolated: Path, cli: Any, write_file: Any) -> None:
+    write_file(
+        "promptfooconfig.yaml",
+        """
+        prompts: ['Tell a joke about {{topic}}']
+        tests:
+          - vars: {topic: cats}
+            assert:
+              - type: llm-rubric
+                value: is funny
+        """,
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "Not converted:",
+        "  promptfooconfig.yaml:5: llm-rubric: model-graded: use --grader decision with a reference (the expected "
+        "answer, or the rubric)",
+        "  promptfooconfig.yaml:3: test: none of its assertions converts; evalkit needs one to grade",
+        "Error: nothing to write: none of the 1 test of promptfooconfig.yaml converts (see the list above)",
+    ]
+    assert not (isolated / "sets").exists()
+
+
+def test_an_invalid_set_id_is_refused(isolated: Path, cli: Any, write_file: Any) -> None:
+    write_file("promptfooconfig.yaml", "prompts: ['hi']\ntests: [{assert: [{type: contains, value: a}]}]\n")
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--id", "Bad-Id")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: --id 'Bad-Id' is not a set id: lowercase letters, digits and _ in dot-separated parts\n"
+    )
+    ok = cli("import", "promptfoo", "promptfooconfig.yaml", "--id", "team.smoke", "--out", "here")
+    assert ok.exit_code == 0, ok.stderr
+    assert ok.stdout.splitlines()[0] == "Wrote here/team.smoke.yaml (set team.smoke, 1 prompt)"
+
+
+def test_a_rerun_is_unchanged_and_an_edited_file_needs_force(isolated: Path, cli: Any, write_file: Any) -> None:
+    write_file("promptfooconfig.yaml", "prompts: ['hi']\ntests: [{assert: [{type: contains, value: a}]}]\n")
+    assert cli("import", "promptfoo", "promptfooconfig.yaml").exit_code == 0
+    target = isolated / "sets" / "work.yaml"
+    again = cli("import", "promptfoo", "promptfooconfig.yaml")
+    assert again.exit_code == 0
+    assert again.stdout.splitlines()[0] == "Unchanged sets/work.yaml (set work, 1 prompt)"
+    target.write_text(target.read_text(encoding="utf-8") + "# my note\n", encoding="utf-8")
+    refused = cli("import", "promptfoo", "promptfooconfig.yaml")
+    assert refused.exit_code == 2
+    assert refused.stderr == "Error: sets/work.yaml exists and differs from the import; pass --force to overwrite it\n"
+    assert target.read_text(encoding="utf-8").endswith("# my note\n")
+    forced = cli("import", "promptfoo", "promptfooconfig.yaml", "--force")
+    assert forced.exit_code == 0
+    assert not target.read_text(encoding="utf-8").endswith("# my note\n")
+
+
+def test_a_key_in_the_config_is_never_printed_or_written(isolated: Path, cli: Any) -> None:
+    shutil.copytree(CASES / "not_converted", isolated / "not_converted")
+    result = cli("import", "promptfoo", "not_converted/promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0
+    assert "sk-NOT-A-REAL-KEY" not in result.stdout + result.stderr
+    assert all("sk-NOT-A-REAL-KEY" not in p.read_text(encoding="utf-8") for p in (isolated / "sets").iterdir())
+
+
+def test_literal_braces_survive_evalkits_templates(isolated: Path, cli: Any, write_file: Any) -> None:
+    """Text that holds {{ or {% after promptfoo's rendering (a var naming an undefined variable
+    is inserted as written; a raw block) loads back as that text."""
+    write_file(
+        "promptfooconfig.yaml",
+        """
+        prompts:
+          - 'Explain this Jinja line: {{ code }} {% raw %}and {% if %}{% endraw %}'
+        tests:
+          - vars:
+              code: 'Hello {{ name }}! {# note #}'
+            assert:
+              - type: contains
+                value: '{% raw %}{{ name }}{% endraw %}'
+              - type: contains-any
+                value: ['{% raw %}{%{% endraw %}', x]
+        """,
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    prompt_set = load_set(isolated / "sets" / "work.yaml")
+    assert isinstance(prompt_set, PromptSet)
+    (prompt,) = prompt_set.prompts
+    assert prompt.prompt == "Explain this Jinja line: Hello {{ name }}! {# note #} and {% if %}"
+    assert [a.value for a in prompt.assertions] == ["{{ name }}", ["{%", "x"]]
+    assert cli("validate", "sets").exit_code == 0
+
+
+def test_what_defaulttest_sets_is_reported_once_where_it_is_written(isolated: Path, cli: Any, write_file: Any) -> None:
+    write_file(
+        "promptfooconfig.yaml",
+        """
+        prompts: ['Say {{word}}']
+        defaultTest:
+          options:
+            provider: openai:gpt-4o
+        tests:
+          - vars: {word: a}
+            assert: [{type: contains, value: a}]
+          - vars: {word: b}
+            assert: [{type: contains, value: b}]
+        """,
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    listed = [line for line in result.stdout.splitlines() if "options.provider" in line]
+    assert listed == [
+        "  promptfooconfig.yaml:4: options.provider: grading provider override: evalkit's decision grader asks "
+        "the decision: provider of evalkit.yaml"
+    ]
+    assert result.stdout.splitlines()[-1] == (
+        "Converted 2 of 2 tests into 2 prompts in 1 set; 2 of 2 assertions converted."
+    )
+
+
+def test_sets_point_editors_at_the_projects_schemas(isolated: Path, cli: Any, write_file: Any) -> None:
+    assert cli("init").exit_code == 0  # copies the schemas to .evalkit/schemas/
+    write_file("pf/promptfooconfig.yaml", "prompts: ['hi']\ntests: [{assert: [{type: contains, value: a}]}]\n")
+    assert cli("import", "promptfoo", "pf/promptfooconfig.yaml", "--out", "sets/imported").exit_code == 0
+    first = (isolated / "sets" / "imported" / "pf.yaml").read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../../.evalkit/schemas/prompt-set.schema.json"
