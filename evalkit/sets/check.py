@@ -1,4 +1,9 @@
-"""``evalkit validate``: every issue in every set and config file, not only the first."""
+"""``evalkit validate``: every issue in every set and config file, not only the first.
+
+A set's cases file is checked with the set (every row rendered through the template); a cases
+file named or found on its own (a CSV, a JSON Lines file of rows with ids, a YAML list) is
+checked as far as it can be without one.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,10 @@ from evalkit.answers import read_answers
 from evalkit.config import CONFIG_NAME, Config, find_config
 from evalkit.errors import InputError, Issue, SetError
 from evalkit.sets.baselinefile import load_baseline_file
+from evalkit.sets.cases import grouped, read_cases
 from evalkit.sets.configfile import build_config, config_issues
 from evalkit.sets.corpus import load_corpus
-from evalkit.sets.discovery import check_document, set_kind, yaml_files
+from evalkit.sets.discovery import check_document, holds_rows, set_kind, yaml_files
 from evalkit.sets.yamldoc import Document, load_document
 
 
@@ -59,8 +65,13 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
         else:
             report.issues.append(Issue(str(target), 0, 0, "", "no such file or folder"))
     seen_ids: dict[str, Path] = {}
+    alone: dict[Path, list[Issue]] = {}  # cases files named or found on their own, by resolved path
+    referenced: set[Path] = set()  # cases files a set names (checked with its template)
     for file in dict.fromkeys(files):
         report.files += 1
+        if file.suffix.lower() == ".csv" or (file.suffix == ".jsonl" and _holds_cases(file)):
+            alone[file.resolve()] = _cases_issues(file)
+            continue
         if file.suffix == ".json":  # a baseline file (DESIGN 5.7)
             try:
                 load_baseline_file(file)
@@ -84,6 +95,12 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
             issues = config_issues(doc)
             report.issues.extend(issues or _config_file_issues(doc, file))
             continue
+        if holds_rows(doc):  # a YAML cases file (DESIGN 2.4)
+            alone[file.resolve()] = _cases_issues(file, doc)
+            continue
+        cases = doc.data.get("cases") if isinstance(doc.data, dict) else None
+        if isinstance(cases, str) and cases.strip():
+            referenced.add((file.parent / cases).resolve())
         issues, _ = check_document(doc)
         issues += _corpus_issues(doc, file) if not issues else []
         report.issues.extend(issues)
@@ -98,7 +115,26 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
         else:
             seen_ids[set_id] = file
             report.sets += 0 if issues else 1
+    for path, issues in alone.items():
+        if path not in referenced:  # else its set's check has said all of it, with the rendering
+            report.issues.extend(issues)
+    report.files += len({p for p in referenced if p.is_file()} - set(alone))
     return report
+
+
+def _cases_issues(file: Path, doc: Document | None = None) -> list[Issue]:
+    """A cases file on its own: as far as it can be checked without the template (every row
+    readable, ids present and unique, what a row adds of the right type)."""
+    try:
+        return grouped(read_cases(file, str(file), doc).issues)
+    except SetError as exc:
+        return exc.issues
+
+
+def _holds_cases(file: Path) -> bool:
+    """Whether a JSON Lines file holds cases (rows with an id) rather than documents or answers."""
+    record = _first_record(file)
+    return isinstance(record, dict) and "id" in record and "text" not in record and "response" not in record
 
 
 def _baseline_files_in(folder: Path) -> list[Path]:
@@ -120,13 +156,18 @@ def _is_baseline_file(path: Path) -> bool:
 
 def _holds_answers(file: Path) -> bool:
     """Whether a JSON Lines file holds replay answers (``response``) rather than documents."""
+    record = _first_record(file)
+    return isinstance(record, dict) and "response" in record and "text" not in record
+
+
+def _first_record(file: Path) -> object:
+    """The first line of a JSON Lines file, decoded; None when it cannot be (the reader says why)."""
     try:
         with file.open(encoding="utf-8", errors="replace") as handle:
             first = next((line for line in handle if line.strip()), "")
-        record = json.loads(first)
+        return json.loads(first)
     except (OSError, ValueError, RecursionError):
-        return False  # the corpus reader says what is wrong with it
-    return isinstance(record, dict) and "response" in record and "text" not in record
+        return None
 
 
 def _corpus_issues(doc: Document, file: Path) -> list[Issue]:

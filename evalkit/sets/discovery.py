@@ -25,7 +25,7 @@ def set_kind(doc: Document) -> str | None:
     """'prompts' or 'questions' by the top-level key, else None."""
     if not isinstance(doc.data, dict):
         return None
-    if "prompts" in doc.data:
+    if "prompts" in doc.data or "template" in doc.data or "cases" in doc.data:  # DESIGN 2.4: rows as prompts
         return "prompts"
     if "questions" in doc.data:
         return "questions"
@@ -90,6 +90,14 @@ def load_set(path: str | Path) -> AnySet:
     if set_kind(doc) == "prompts":
         return build_prompt_set(doc, file, extra)  # type: ignore[arg-type]
     return build_question_set(doc, file)
+
+
+def holds_rows(doc: Document) -> bool:
+    """Whether a YAML file is a list of cases rather than a set written as a bare list of
+    prompts or questions (which is "not a set file")."""
+    if not isinstance(doc.data, list):
+        return False
+    return not any(isinstance(row, dict) and ({"prompt", "messages", "question"} & set(row)) for row in doc.data)
 
 
 def yaml_files(folder: Path) -> list[Path]:
@@ -174,11 +182,20 @@ def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySe
             try:
                 loaded.append(load_set(file))
             except SetError as exc:
+                if kind == "dir" and _cases_file(file):  # a data file beside its sets (DESIGN 2.4)
+                    continue
                 issues.extend(exc.issues)
     if issues:
         raise SetError(issues)
     check_unique_ids(loaded)
     return loaded
+
+
+def _cases_file(file: Path) -> bool:
+    try:
+        return holds_rows(load_document(file))
+    except SetError:
+        return False
 
 
 def _path_kind(path: Path) -> str | None:

@@ -3,39 +3,44 @@
 The checks run on whatever part of the document is well-formed, so ``evalkit validate`` lists
 schema and semantic issues together: duplicate prompt ids, invalid regexes, invalid JSON
 Schemas, prompts with nothing to grade against, and tolerances that are not finite numbers.
+
+Templates (DESIGN 2.4): a prompt's strings (its prompt, system, message contents, reference and
+every string in its assertions' values) are rendered with its variables (the set's ``vars``, the
+prompt's over them) before its assertions are checked, so a rendered regex is compiled as
+rendered. Each row of a ``cases`` file becomes a prompt made from ``template`` with the row's
+columns over those variables: the template was checked by the schema with the rest of the file,
+a row only by cheap checks (cases.py), and what does not depend on the row (a string without a
+template, the check of an assertion value that renders to itself) is done once for all rows.
+Problems of a row name the data file and the row's line; the same problem in many rows is one
+line that says how many.
 """
 
 from __future__ import annotations
 
+import gc
 import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.assertions import registry
-from evalkit.assertions.registry import AssertionValueError, Where
-from evalkit.errors import Issue
-from evalkit.records import Assertion, Gate, Prompt, PromptSet, Tolerances, parse_tolerance
-from evalkit.sets.yamldoc import Document, duplicate_ids, format_path
+from evalkit.errors import Issue, SetError
+from evalkit.records import Gate, Prompt, PromptSet, Tolerances, parse_tolerance
+from evalkit.sets.cases import CASE_SUFFIXES, assertion_form, grouped, read_cases
+from evalkit.sets.drafts import Drafter, Place, Plan, RowPlace, flagged_path
+from evalkit.sets.yamldoc import Document, duplicate_ids
 
-
-def assertion_form(item: Any) -> tuple[Any, Any, Any, tuple[str, ...]] | None:
-    """(type, value, weight, path to the value within the item) of either form, or None when
-    the item is neither (the schema says why)."""
-    if not isinstance(item, dict):
-        return None
-    if "type" in item:
-        return item.get("type"), item.get("value"), item.get("weight", 1), ("value",)
-    if len(item) != 1:
-        return None
-    kind, value = next(iter(item.items()))
-    return kind, value, 1, (kind,)
+__all__ = ["assertion_form", "build_prompt_set", "prompt_set_issues", "used_types"]
 
 
 def used_types(doc: Document) -> set[str]:
-    """Every assertion type name the document's prompts use."""
+    """Every assertion type name the document's prompts and template use."""
     data = doc.data if isinstance(doc.data, dict) else {}
+    prompts = data.get("prompts")
     found: set[str] = set()
-    for prompt in data.get("prompts") or [] if isinstance(data.get("prompts"), list) else []:
+    for prompt in [*(prompts if isinstance(prompts, list) else []), data.get("template")]:
         items = prompt.get("assertions") if isinstance(prompt, dict) else None
         for item in items if isinstance(items, list) else []:
             form = assertion_form(item)
@@ -44,70 +49,127 @@ def used_types(doc: Document) -> set[str]:
     return found
 
 
-def _flagged(flagged: frozenset[str], path: tuple[str | int, ...]) -> bool:
-    if not flagged:
-        return False
-    shown = format_path(path)
-    return any(f == shown or f.startswith(shown + ".") or f.startswith(shown + "[") for f in flagged)
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What the checks built, for ``build_prompt_set``: the prompts and the set's system prompt."""
+
+    prompts: tuple[Prompt, ...] = ()
+    system: str | None = None
 
 
-def prompt_set_issues(
-    doc: Document, flagged: frozenset[str] = frozenset()
-) -> tuple[list[Issue], dict[tuple[int, int], Any]]:
-    """Semantic issues, and the compiled assertion values keyed by (prompt, assertion) index.
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Building 100,000 prompts allocates millions of objects that all live on: the cyclic
+    collector would walk them again and again (a fifth of the load time) and free nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def prompt_set_issues(doc: Document, flagged: frozenset[str] = frozenset()) -> tuple[list[Issue], Prepared]:
+    """Semantic issues, and the prompts built (rendered, their assertions compiled).
     ``flagged``: the paths the schema reported, whose values are not checked again."""
-    issues: list[Issue] = []
-    compiled: dict[tuple[int, int], Any] = {}
-    folder = Where(Path(doc.file).parent)
+    with _collector_paused():
+        return _prompt_set_issues(doc, flagged)
+
+
+def _prompt_set_issues(doc: Document, flagged: frozenset[str]) -> tuple[list[Issue], Prepared]:
     data = doc.data if isinstance(doc.data, dict) else {}
-    issues.extend(tolerance_issues(doc, data, ("max_pass_rate_drop", "max_mean_score_drop")))
+    issues = tolerance_issues(doc, data, ("max_pass_rate_drop", "max_mean_score_drop"))
     issues.extend(tolerance_issues(doc, data, ("min_pass_rate", "min_mean_score"), section="gate"))
+    set_vars = data["vars"] if isinstance(data.get("vars"), dict) else {}
+    drafter = Drafter(doc, data.get("system"))
+    built: list[Prompt] = []
+    ids: dict[str, int] = {}
     prompts = data.get("prompts")
-    if not isinstance(prompts, list):
-        return issues, compiled
-    issues.extend(duplicate_ids(doc, "prompts", "prompt")[0])
-    for index, prompt in enumerate(prompts):
-        if not isinstance(prompt, dict):
+    if isinstance(prompts, list):
+        issues.extend(duplicate_ids(doc, "prompts", "prompt")[0])
+        for index, raw in enumerate(prompts):
+            if not isinstance(raw, dict):
+                continue
+            pid = raw.get("id")
+            if isinstance(pid, str):
+                ids.setdefault(pid, index)
+            own_vars = raw.get("vars")
+            variables = {**set_vars, **own_vars} if isinstance(own_vars, dict) and own_vars else set_vars
+            literal = drafter.literal(raw, index, variables, flagged)
+            if literal is not None:
+                prompt, found = literal
+            else:
+                label = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
+                plan = Plan(drafter, raw, Place(doc, ("prompts", index), label, flagged))
+                prompt, found = drafter.draft(plan, pid, variables)
+                found = plan.issues + found
+            issues.extend(found)
+            if prompt is not None:
+                built.append(prompt)
+    issues.extend(_case_prompts(doc, data, drafter, set_vars=set_vars, ids=ids, built=built, flagged=flagged))
+    system = drafter.settle_system(built)
+    return [*drafter.system_issues, *issues], Prepared(tuple(built), system)
+
+
+def _case_prompts(
+    doc: Document,
+    data: dict[str, Any],
+    drafter: Drafter,
+    *,
+    set_vars: dict[str, Any],
+    ids: dict[str, int],
+    built: list[Prompt],
+    flagged: frozenset[str],
+) -> list[Issue]:
+    """The prompts of ``template`` for every row of ``cases`` (appended to ``built``), and the
+    issues of the data file and of each row."""
+    template, written = data.get("template"), data.get("cases")
+    if not isinstance(written, str) or not written.strip() or flagged_path(flagged, ("cases",)):
+        return []
+    path = Path(doc.file).parent / written
+    if path.suffix.lower() not in CASE_SUFFIXES:
+        kinds = ", ".join(CASE_SUFFIXES)
+        return [doc.issue(("cases",), f"{written!r} is not a cases file: name a {kinds} file")]
+    if not path.is_file():
+        return [
+            doc.issue(
+                ("cases",), f"cases file {written!r} not found (relative to {Path(doc.file).name}); check the path"
+            )
+        ]
+    try:
+        found = read_cases(path, os.path.normpath(path))
+    except SetError as exc:
+        return exc.issues
+    row_issues = list(found.issues)
+    if not isinstance(template, dict) or flagged_path(flagged, ("template",)):
+        return grouped(row_issues)  # the schema has said what is wrong with the template
+    plan = Plan(drafter, template, Place(doc, ("template",), "the template"))
+    if plan.issues:  # the same for every row: said once, at the template
+        return [*plan.issues, *grouped(row_issues)]
+    template_vars = template.get("vars")
+    base = {**set_vars, **template_vars} if isinstance(template_vars, dict) and template_vars else set_vars
+    row = RowPlace(doc, found, found.cases[0]) if found.cases else None
+    for case in found.cases:
+        assert row is not None
+        row.case = case
+        if case.id in ids:
+            line = doc.position(("prompts", ids[case.id]))[0]
+            message = f"duplicate prompt id '{case.id}': also in prompts: ({Path(doc.file).name} line {line})"
+            row_issues.append(found.issue(case.line, case.row, ("id",), message))
             continue
-        pid = prompt.get("id")
-        raw_assertions = prompt.get("assertions")
-        assertions = raw_assertions if isinstance(raw_assertions, list) else []
-        reference = prompt.get("reference")
-        has_reference = isinstance(reference, str) and bool(reference.strip())
-        if raw_assertions in (None, []) and not has_reference:  # a wrong-typed list is the schema's to report
-            name = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
-            issues.append(
-                doc.issue(
-                    ("prompts", index),
-                    f"{name} has neither an assertion nor a reference; add assertions: or reference:",
-                )
-            )
-        zero_weights = 0
-        for a_index, assertion in enumerate(assertions):
-            form = assertion_form(assertion)
-            if form is None:
-                continue
-            kind, value, weight, where = form
-            zero_weights += 1 if isinstance(weight, int | float) and not isinstance(weight, bool) and weight == 0 else 0
-            spec = registry.get(kind) if isinstance(kind, str) else None
-            path: tuple[str | int, ...] = ("prompts", index, "assertions", a_index, *where)
-            if spec is None or _flagged(flagged, path):  # the schema has said what is wrong
-                continue
-            try:
-                compiled[(index, a_index)] = spec.check(value, folder)
-            except AssertionValueError as exc:
-                message = str(exc)
-                if where == (kind,) and message.startswith(f"{kind}: "):  # the path ends with the type already
-                    message = message[len(kind) + 2 :]
-                issues.append(doc.issue(path, message))
-        if assertions and zero_weights == len(assertions):
-            issues.append(
-                doc.issue(
-                    ("prompts", index, "assertions"),
-                    "every assertion has weight 0, so nothing would be graded; give one a weight above 0",
-                )
-            )
-    return issues, compiled
+        prompt, problems = drafter.draft(
+            plan,
+            case.id,
+            {**base, **case.vars},
+            row=row,
+            extra=case.assertions,
+            overrides=(case.critical, case.threshold),
+        )
+        row_issues.extend(problems)
+        if prompt is not None:
+            built.append(prompt)
+    return grouped(row_issues)
 
 
 def tolerance_issues(
@@ -125,44 +187,19 @@ def tolerance_issues(
     ]
 
 
-def build_prompt_set(doc: Document, path: Path, compiled: dict[tuple[int, int], Any]) -> PromptSet:
+def build_prompt_set(doc: Document, path: Path, prepared: Prepared) -> PromptSet:
     """The record for a document that passed every check."""
     data = doc.data
-    prompts = []
-    for index, raw in enumerate(data["prompts"]):
-        assertions = []
-        for a_index, item in enumerate(raw.get("assertions", [])):
-            form = assertion_form(item)
-            assert form is not None
-            kind, value, weight, _ = form
-            spec = registry.get(kind)
-            where = None
-            if spec is not None and spec.needs:  # checked against the instances when the run is planned
-                line, col = doc.position(("prompts", index, "assertions", a_index))
-                where = f"{doc.file}:{line}:{col}"
-            assertions.append(Assertion(kind, value, compiled.get((index, a_index)), float(weight), where))
-        prompts.append(
-            Prompt(
-                id=raw["id"],
-                prompt=raw["prompt"],
-                assertions=tuple(assertions),
-                system=raw.get("system"),
-                params=dict(raw.get("params", {})),
-                reference=raw.get("reference"),
-                critical=bool(raw.get("critical", False)),
-                threshold=float(raw["threshold"]) if "threshold" in raw else None,
-            )
-        )
     tol = data.get("tolerances", {})
     gate = data.get("gate", {})
     defaults = Tolerances()
     return PromptSet(
         id=data["id"],
         name=data["name"],
-        prompts=tuple(prompts),
+        prompts=prepared.prompts,
         path=path,
         description=data.get("description"),
-        system=data.get("system"),
+        system=prepared.system,
         params=dict(data.get("params", {})),
         tolerances=Tolerances(
             max_pass_rate_drop=parse_tolerance(tol.get("max_pass_rate_drop", defaults.max_pass_rate_drop)),

@@ -313,7 +313,7 @@ def one_assertion(kind: str, prompt_key: str = "") -> str:
 def test_unknown_names_get_a_suggestion_only_when_it_is_a_typo(cli: Any, write_file: Any) -> None:
     write_file("negated.yaml", one_assertion("not_containz"))
     write_file("valid_negation.yaml", one_assertion("not_contains"))
-    write_file("vars.yaml", one_assertion("contains", "\n        vars: {a: 1}"))
+    write_file("vars.yaml", one_assertion("contains", "\n        inputs: {a: 1}"))
     write_file("typo.yaml", one_assertion("containz"))
     write_file("cfg/evalkit.yaml", "providers: [{id: x, adapter: openia, base_url: 'http://127.0.0.1:9/v1'}]\n")
     expected = "(expected one of: contains, contains_all, contains_any, contains_json, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, word_count; each also as not_<type>)"
@@ -323,8 +323,8 @@ def test_unknown_names_get_a_suggestion_only_when_it_is_a_typo(cli: Any, write_f
         "did you mean 'not_contains'?"
     )
     assert cli("validate", "vars.yaml").stderr.splitlines()[0] == (
-        "vars.yaml:6:5: prompts[0].vars: unknown key 'vars' "
-        "(expected one of: assertions, critical, id, params, prompt, reference, system, threshold)"
+        "vars.yaml:6:5: prompts[0].inputs: unknown key 'inputs' "
+        "(expected one of: assertions, critical, id, messages, params, prompt, reference, system, threshold, vars)"
     )
     assert cli("validate", "typo.yaml").stderr.splitlines()[0] == (
         f"typo.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'containz' {expected}; "

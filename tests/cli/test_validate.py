@@ -251,13 +251,13 @@ SET_CASES: list[Any] = [
     case(
         "unknown_key",
         [
-            "tests/data/invalid/unknown_key.yaml:3:1: descripton: unknown key 'descripton' (expected one of: description, gate, id, name, params, prompts, system, tolerances); did you mean 'description'?"
+            "tests/data/invalid/unknown_key.yaml:3:1: descripton: unknown key 'descripton' (expected one of: cases, description, gate, id, name, params, prompts, system, template, tolerances, vars); did you mean 'description'?"
         ],
     ),
     case(
         "unknown_prompt_key",
         [
-            "tests/data/invalid/unknown_prompt_key.yaml:6:5: prompts[0].referense: unknown key 'referense' (expected one of: assertions, critical, id, params, prompt, reference, system, threshold); did you mean 'reference'?"
+            "tests/data/invalid/unknown_prompt_key.yaml:6:5: prompts[0].referense: unknown key 'referense' (expected one of: assertions, critical, id, messages, params, prompt, reference, system, threshold, vars); did you mean 'reference'?"
         ],
     ),
     case(

@@ -66,7 +66,8 @@ def test_wheel_carries_the_schemas(wheel: Path) -> None:
 def test_the_repository_has_one_copy_of_the_schemas() -> None:
     assert sorted(p.name for p in (REPO / "schemas").glob("*.json")) == sorted(SCHEMAS)
     assert not (REPO / "evalkit" / "schemas").exists()
-    copies = sorted(p.relative_to(REPO).as_posix() for p in repo_files(".schema.json"))
+    # evalkit's own schemas, wherever a copy would be (a test fixture's schema of another name is not one)
+    copies = sorted(p.relative_to(REPO).as_posix() for p in repo_files(".schema.json") if p.name in SCHEMAS)
     assert copies == sorted(f"schemas/{name}" for name in SCHEMAS)
 
 
