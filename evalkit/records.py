@@ -255,6 +255,14 @@ class Usage:
 
     def checked(self) -> Usage:
         """This usage with implausible counts (a plugin's, an old cache row's) dropped and noted."""
+        if (
+            type(self.input_tokens) is int
+            and type(self.output_tokens) is int
+            and (  # the usual case, at once
+                0 <= self.input_tokens <= MAX_TOKENS_PER_CALL and 0 <= self.output_tokens <= MAX_TOKENS_PER_CALL
+            )
+        ):
+            return self
         inputs, outputs = plausible_tokens(self.input_tokens), plausible_tokens(self.output_tokens)
         if inputs is not None and outputs is not None:
             return self

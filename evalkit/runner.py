@@ -15,7 +15,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -109,7 +109,8 @@ def clean_completion(completion: Completion) -> Completion:
     Implausible token counts are dropped (noted in ``usage.dropped``): they would make the run
     unstorable and its cost absurd."""
     text = completion.text
-    cleaned = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    # ASCII text holds no surrogate: most answers skip the round trip
+    cleaned = text if text.isascii() else text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     usage = completion.usage.checked()
     if cleaned == text and usage is completion.usage:
         return completion
@@ -157,6 +158,14 @@ class Caller:
     pool: ProviderPool
     cache: CompletionCache | None
     read_cache: bool
+    _providers: dict[str, CachedProvider] = field(default_factory=dict)  # by instance, made on first use
+    _prices: dict[str, Cost | None] = field(default_factory=dict)
+
+    def price(self, instance_id: str) -> Cost | None:
+        """The instance's cost: configuration (looked up once)."""
+        if instance_id not in self._prices:
+            self._prices[instance_id] = self.pool.config(instance_id).cost
+        return self._prices[instance_id]
 
     async def complete(self, instance_id: str, request: CompletionRequest, repeat: int = 0) -> Completion:
         tried: list[str] = []
@@ -168,9 +177,11 @@ class Caller:
                 request if current == instance_id else replace(request, model=default_alias(self.pool.config(current)))
             )
             try:
-                provider = CachedProvider(
-                    self.pool.get(current), self.cache, self.read_cache, self.pool.endpoint(current)
-                )
+                provider = self._providers.get(current)
+                if provider is None:
+                    provider = self._providers[current] = CachedProvider(
+                        self.pool.get(current), self.cache, self.read_cache, self.pool.endpoint(current)
+                    )
                 return await provider.complete(attempt, repeat)
             except ProviderRefused:
                 raise
@@ -290,7 +301,7 @@ def call_facts(caller: Caller, completion: Completion) -> CallFacts:
     serving = completion.serving
     cost = None
     if serving is not None:
-        priced = caller.pool.config(serving.provider).cost
+        priced = caller.price(serving.provider)
         if priced is not None:
             cost = priced.of(completion.usage.input_tokens, completion.usage.output_tokens)
     # a recorded answer (replay) took no call: it has no latency to check

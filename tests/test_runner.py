@@ -241,6 +241,7 @@ def test_max_concurrency_bounds_calls_in_flight(
     assert tracker.peak == 2
 
 
+@pytest.mark.slow
 def test_results_keep_set_order_whatever_the_completion_order(cli: Any, write_file: Any, fake_llm: FakeServer) -> None:
     concurrency_config(write_file, fake_llm, max_concurrency=8)
 

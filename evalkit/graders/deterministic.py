@@ -95,6 +95,7 @@ class DeterministicGrader:
 
     def __init__(self) -> None:
         self._slow: asyncio.Lock | None = None  # made in the running loop
+        self._plain: dict[int, Context] = {}  # by prompt: the context of prompts that read nothing of the call
 
     async def grade(
         self,
@@ -105,7 +106,11 @@ class DeterministicGrader:
         call: CallFacts | None = None,
     ) -> Grade:
         """``call``: the facts of the call, for latency_ms and cost."""
-        context = _context(prompt, call)
+        context = self._plain.get(id(prompt))
+        if context is None:
+            context = _context(prompt, call)
+            if not _reads_call(prompt):  # then the same for every answer to this prompt
+                self._plain[id(prompt)] = context
         try:
             return grade_assertions(prompt, response, context)
         except SlowRegex:
@@ -116,6 +121,26 @@ class DeterministicGrader:
             async with self._slow:
                 unbudgeted = replace(context, regex_budget_s=None)
                 return await asyncio.to_thread(grade_assertions, prompt, response, unbudgeted)
+
+
+_CALL_FREE: dict[str, bool] = {}
+
+
+def _reads_call(prompt: Prompt) -> bool:
+    """Whether an assertion of ``prompt`` reads the call's facts: latency_ms, cost, python and
+    plugin checks (they get the whole context)."""
+    for assertion in prompt.assertions:
+        free = _CALL_FREE.get(assertion.type)
+        if free is None:
+            kind = registry.get(assertion.type)
+            free = _CALL_FREE[assertion.type] = (
+                kind is not None
+                and kind.origin == "evalkit"
+                and (assertion.type.removeprefix("not_") not in ("latency_ms", "cost", "python"))
+            )
+        if not free:
+            return True
+    return False
 
 
 def _context(prompt: Prompt, call: CallFacts | None) -> Context:

@@ -192,6 +192,7 @@ def test_malformed_baseline_file_is_exit_2_before_any_call(
     assert stored_runs(tmp_path / "evalkit.duckdb") == 0
 
 
+@pytest.mark.slow
 def test_a_first_run_meets_the_absolute_gates(cli, project: FakeServer, tmp_path: Path) -> None:
     project.wrong = {0, 1, 2, 3, 4}
     result, doc = run_json(cli, "--min-pass-rate", "0.8", "--min-mean-score", "0.75")

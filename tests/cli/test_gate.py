@@ -92,6 +92,7 @@ def test_states_and_exit_codes(cli, project: FakeServer) -> None:
     assert doc["gate"] == {"fail_on_regression": False, "passed": True, "failures": []}
 
 
+@pytest.mark.slow
 def test_table_states_the_verdict_in_words(cli, project: FakeServer) -> None:
     first = cli("run", "sets/ten.yaml")
     assert (
@@ -103,6 +104,7 @@ def test_table_states_the_verdict_in_words(cli, project: FakeServer) -> None:
     assert "Regression: pass rate dropped 30.0 pp, beyond the tolerance of 10.0 pp" in second.stdout
 
 
+@pytest.mark.slow
 def test_tolerance_option_widens_the_gate(cli, project: FakeServer) -> None:
     run_json(cli)
     project.wrong = {0, 1, 2}
@@ -146,6 +148,7 @@ def test_rejected_tolerances_call_nothing_and_store_nothing(
     assert stored_runs(db_file) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["--max-pass-rate-drop", "--max-mean-score-drop"])
 @pytest.mark.parametrize("value", ACCEPTED)
 def test_accepted_tolerances(cli, project: FakeServer, option: str, value: str) -> None:

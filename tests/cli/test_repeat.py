@@ -87,6 +87,7 @@ def test_json_reports_pass_at_n_pass_all_and_flaky_per_prompt(cli: Any, project:
     assert sorted((i["id"], i["repeat"]) for i in doc["items"]) == sorted((p, r) for p in PROMPTS for r in range(3))
 
 
+@pytest.mark.slow
 def test_table_shows_the_repeat_columns_and_the_interval(cli: Any, project: FakeServer) -> None:
     result = cli("run", "sets/rep.yaml", "--repeat", "3")
     assert result.exit_code == 0, result.stderr
@@ -107,6 +108,7 @@ def test_table_shows_the_repeat_columns_and_the_interval(cli: Any, project: Fake
     assert "Pass rate 55.6% (5/9)" in result.stdout
 
 
+@pytest.mark.slow
 def test_samples_are_stored_with_their_repeat_index(cli: Any, project: FakeServer, db_file: Path) -> None:
     result, doc = run_json(cli, "--repeat", "3")
     assert result.exit_code == 0
@@ -121,6 +123,7 @@ def test_samples_are_stored_with_their_repeat_index(cli: Any, project: FakeServe
     assert sorted(rows) == sorted((p, r) for p in PROMPTS for r in range(3))
 
 
+@pytest.mark.slow
 def test_cache_is_keyed_per_repeat_index(cli: Any, project: FakeServer) -> None:
     result, first = run_json(cli, "--repeat", "3")
     assert (result.exit_code, project.calls) == (0, 9)
@@ -230,6 +233,7 @@ def test_an_insignificant_drop_passes_the_gate_and_says_so(cli: Any, gate_projec
     assert doc["gate"] == {"fail_on_regression": True, "passed": True, "failures": []}
 
 
+@pytest.mark.slow
 def test_a_significant_drop_fails_the_gate(cli: Any, gate_project: FakeServer) -> None:
     assert gate_run(cli, *STRICT)[0].exit_code == 0
     gate_project.wrong = set(range(8))  # type: ignore[attr-defined]

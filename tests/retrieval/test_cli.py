@@ -283,6 +283,7 @@ def test_errored_run_is_stored_but_never_a_baseline(cli: Any, ten: Search, db_fi
     assert (clean.exit_code, clean.doc["comparison"]["state"]) == (0, "baseline")
 
 
+@pytest.mark.slow
 def test_drop_equal_to_the_tolerance_uses_exact_arithmetic(cli: Any, ten: Search) -> None:
     ten.ranks.update({0: 2, 1: 2})  # 8/10 top-1
     retrieval(cli)
@@ -354,6 +355,7 @@ def test_rejected_tolerance_calls_no_retriever(cli: Any, ten: Search, fake_llm: 
     assert run_count(db_file) == 0
 
 
+@pytest.mark.slow
 def test_rejected_tolerance_after_a_stored_run_stores_nothing(cli: Any, ten: Search, db_file: Path) -> None:
     assert retrieval(cli).exit_code == 0
     result = cli("retrieval", "sets/ten.yaml", "--retriever", "vector", "--max-top3-drop", "1e309")
@@ -373,6 +375,7 @@ def test_set_file_tolerances_are_validated(cli: Any, ten: Search, write_file: An
 # ---------------------------------------------------------------- treatment changes
 
 
+@pytest.mark.slow
 def test_treatment_change_in_config_provenance_is_still_compared(
     cli: Any, ten: Search, write_file: Any, fake_llm: FakeServer
 ) -> None:
@@ -663,6 +666,7 @@ def test_a_retrieval_run_the_database_refuses_is_still_reported(
     assert json.loads(Path("out.json").read_text()) == doc
 
 
+@pytest.mark.slow
 def test_a_retrieval_run_id_names_its_stored_start(cli: Any, ten: Search, monkeypatch: pytest.MonkeyPatch) -> None:
     import evalkit.runner
     import evalkit.session
