@@ -466,3 +466,19 @@ def test_a_plugin_package_installed_with_pip_into_a_venv(tmp_path: Path, isolate
         "evalkit-broken-plugin 0.1.0, evalkit_broken_plugin:check) cannot be loaded: RuntimeError: broken on purpose"
     ]
     assert evalkit("validate", "sets/shout.yaml", "questions.yaml").returncode == 0  # the others are unaffected
+
+
+def test_validate_leaves_a_plugin_adapters_own_keys_alone(site: PluginSite, isolated: Path, cli: Any) -> None:
+    """``path:`` on a plugin adapter is the plugin's (an index, a socket): validate does not
+    read it as a replay answers file; on the replay adapter it still does."""
+    site.demo()
+    write_project(isolated)
+    config = CONFIG.replace('    prefix: "SAYS: "\n', '    prefix: "SAYS: "\n    path: data/index.bin\n')
+    write(isolated / "evalkit.yaml", config)
+    result = cli("validate", "evalkit.yaml", "sets/shout.yaml")
+    assert result.exit_code == 0, result.stderr
+    replay = "  - {id: rec, adapter: replay, path: data/missing.jsonl}\nretrievers:"
+    write(isolated / "evalkit.yaml", config.replace("retrievers:", replay, 1))
+    result = cli("validate", "evalkit.yaml")
+    assert result.exit_code == 2
+    assert "replay answers file 'data/missing.jsonl' not found" in result.stderr

@@ -186,6 +186,8 @@ def _config_file_issues(doc: Document, file: Path) -> list[Issue]:
     this for every instance: a command fails on the ones it uses."""
     issues = []
     for index, provider in enumerate((doc.data or {}).get("providers") or []):
+        if not isinstance(provider, dict) or provider.get("adapter") not in _built_in_adapters():
+            continue  # a plugin adapter's keys are its own (DESIGN 4.1): path: may mean anything there
         for key, what in (("path", "replay answers file"), ("model_path", "model file")):
             written = provider.get(key)
             if isinstance(written, str) and not (file.parent / written).is_file():
@@ -195,6 +197,14 @@ def _config_file_issues(doc: Document, file: Path) -> list[Issue]:
             elif isinstance(written, str) and key == "path" and provider.get("adapter") == "replay":
                 issues += _answers_issues(file.parent / written)
     return issues
+
+
+def _built_in_adapters() -> list[str]:
+    """The adapters evalkit has itself: the config schema's enum (tested equal to the registry)."""
+    from evalkit.sets.validation import load_schema
+
+    adapters: list[str] = load_schema("config")["$defs"]["provider"]["properties"]["adapter"]["enum"]
+    return adapters
 
 
 def _answers_issues(path: Path) -> list[Issue]:
