@@ -65,9 +65,9 @@ def set_fingerprint(prompt_set: PromptSet) -> str:
                 "reference": p.reference,
                 **({"threshold": p.threshold} if p.threshold is not None else {}),
                 **({"messages": [[m.role, m.content] for m in p.messages]} if p.messages else {}),
-                # what gates and python checks read: only when set, so older sets keep their fingerprint
+                # what the gate reads: only when set, so older sets keep their fingerprint (vars are
+                # not hashed: what is sent counts, however it was written; DESIGN 2.4)
                 **({"critical": True} if p.critical else {}),
-                **({"vars": dict(p.vars)} if p.vars else {}),
             }
             for p in prompt_set.prompts
         ],
