@@ -14,6 +14,7 @@ for an adapter or a retriever kind.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,34 @@ def shape_problem(group: str, loaded: Any) -> str | None:
     if group in (PROVIDERS, RETRIEVERS) and not callable(getattr(loaded, "from_config", None)):
         return f"it is {_kind(loaded)} without a from_config(options) method"
     return None
+
+
+Register = Callable[[str, Any, str], object]  # (name, loaded object, origin)
+
+
+def register_wanted(
+    group: str, wanted: Iterable[str], registered: Container[str], register: Register
+) -> dict[str, str]:
+    """Register, through ``register(name, object, origin)``, the plugins of ``group`` among
+    ``wanted`` that are not ``registered`` yet; the errors of those that failed to load, by name.
+    A name no plugin provides is left to the caller."""
+    errors: dict[str, str] = {}
+    available = installed(group)
+    for name in sorted(set(wanted)):
+        plugin = available.get(name)
+        if plugin is None or name in registered:
+            continue
+        try:
+            register(name, load(plugin), f"{plugin.distribution} {plugin.version}")
+        except PluginError as exc:
+            errors[name] = str(exc)
+    return errors
+
+
+def summary(obj: Any, description: str, origin: str) -> str:
+    """What a plugin's type, adapter or kind is, for listings: the description given, else the
+    first line of its docstring, else where it comes from."""
+    return description or (getattr(obj, "__doc__", None) or "").strip().split("\n")[0] or f"from {origin}"
 
 
 def failure(exc: BaseException) -> str:

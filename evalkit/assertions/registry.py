@@ -254,5 +254,7 @@ def register_function(name: str, function: Any, *, origin: str, description: str
     def evaluate(value: Any, response: str, context: Context) -> Outcome:
         return call_check(function, response, context, name)
 
-    doc = description or (getattr(function, "__doc__", None) or "").strip().split("\n")[0]
-    return register(name, check=check, evaluate=evaluate, schema={}, description=doc or f"from {origin}", origin=origin)
+    from evalkit import plugins
+
+    summary = plugins.summary(function, description, origin)
+    return register(name, check=check, evaluate=evaluate, schema={}, description=summary, origin=origin)

@@ -99,17 +99,9 @@ def from_plugins(wanted: Iterable[str]) -> dict[str, str]:
     """Register the plugin adapters among ``wanted`` (adapters a config names that are not
     registered). Returns the errors of those that failed to load, by name; a name no plugin
     provides is left to the caller."""
-    errors: dict[str, str] = {}
-    available = plugins.installed(plugins.PROVIDERS)
-    for name in sorted(set(wanted)):
-        plugin = available.get(name)
-        if plugin is None or name in _ADAPTERS:
-            continue
-        try:
-            register_class(name, plugins.load(plugin), origin=f"{plugin.distribution} {plugin.version}")
-        except plugins.PluginError as exc:
-            errors[name] = str(exc)
-    return errors
+    return plugins.register_wanted(
+        plugins.PROVIDERS, wanted, _ADAPTERS, lambda name, obj, origin: register_class(name, obj, origin=origin)
+    )
 
 
 def register_class(name: str, cls: Any, *, origin: str, description: str = "") -> Adapter:
@@ -144,14 +136,13 @@ def register_class(name: str, cls: Any, *, origin: str, description: str = "") -
         written = json.dumps(dict(config.options), sort_keys=True, ensure_ascii=False, default=str)
         return f"plugin {name} {origin} sha256:{hashlib.sha256(written.encode()).hexdigest()[:16]}"
 
-    doc = description or (getattr(cls, "__doc__", None) or "").strip().split("\n")[0]
     return register(
         name,
         build=build,
         check=check,
         endpoint=endpoint,
         alias=_named,
-        description=doc or f"from {origin}",
+        description=plugins.summary(cls, description, origin),
         origin=origin,
     )
 

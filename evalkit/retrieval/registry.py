@@ -90,17 +90,9 @@ def from_plugins(wanted: Iterable[str]) -> dict[str, str]:
     """Register the plugin kinds among ``wanted`` (kinds a config names that are not registered).
     Returns the errors of those that failed to load, by name; a name no plugin provides is left
     to the caller."""
-    errors: dict[str, str] = {}
-    available = plugins.installed(plugins.RETRIEVERS)
-    for name in sorted(set(wanted)):
-        plugin = available.get(name)
-        if plugin is None or name in _KINDS:
-            continue
-        try:
-            register_class(name, plugins.load(plugin), origin=f"{plugin.distribution} {plugin.version}")
-        except plugins.PluginError as exc:
-            errors[name] = str(exc)
-    return errors
+    return plugins.register_wanted(
+        plugins.RETRIEVERS, wanted, _KINDS, lambda name, obj, origin: register_class(name, obj, origin=origin)
+    )
 
 
 def register_class(name: str, cls: Any, *, origin: str, description: str = "") -> RetrieverKind:
@@ -119,8 +111,7 @@ def register_class(name: str, cls: Any, *, origin: str, description: str = "") -
             )
         return PluginRetriever(made, config, label)
 
-    doc = description or (getattr(cls, "__doc__", None) or "").strip().split("\n")[0]
-    return register(name, build=build, description=doc or f"from {origin}", origin=origin)
+    return register(name, build=build, description=plugins.summary(cls, description, origin), origin=origin)
 
 
 def _at(config: RetrieverConfig, message: str) -> str:
