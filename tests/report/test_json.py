@@ -251,3 +251,17 @@ def test_lone_surrogate_in_a_response_still_prints_json(cli: Any, write_file: An
     result, doc = run_json(cli, "set.yaml")
     assert result.exit_code == 0
     assert doc["items"][0]["passed"] is True
+
+
+def test_documents_put_each_item_on_one_line_and_read_back_whole() -> None:
+    from evalkit.report.jsonout import documents
+
+    tricky = 'evalkit-items-\u0000 "quoted"\nline two </script>'
+    envelope = {"run_id": "r", "model": tricky, "items": [{"id": "a", "reason": tricky}, {"id": "b"}], "gate": {}}
+    empty = {"run_id": "e", "items": []}
+    one = documents([envelope])
+    assert json.loads(one) == envelope
+    lines = one.splitlines()
+    assert lines[lines.index('  "items": [') + 1].startswith('    {"id": "a"')
+    several = documents([envelope, empty, envelope])
+    assert json.loads(several) == [envelope, empty, envelope]

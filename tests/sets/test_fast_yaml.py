@@ -1,0 +1,89 @@
+"""The fast path of the YAML reader (plain data straight from libyaml's events) gives what the
+full path (node graph, ruamel's constructor) gives, and hands everything else to it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from evalkit.errors import SetError
+from evalkit.sets.validation import schema_issues
+from evalkit.sets.yamldoc import _SLOW, _fast_data, _parse_slowly, parse_document
+
+SCALARS = [
+    "012", "0o17", "0x1F", "-0", "+12", "1e3", "1.", ".5", "-.5", "+.inf", "-.Inf", ".NaN", ".nan", "1_000",
+    "0b101", "true", "True", "TRUE", "tRue", "false", "~", "null", "Null", "NULL", "yes", "no", "on",
+    "2001-12-14", "2001-12-14 21:59:43", "1:20", "0.1", "1e-3", "-1E+3", "0x_1", "+0o7", "12abc", "3.0e",
+    "1.5.5", "+", ".", "0", "00", "-0.0", "'1'", '"true"', "|\n  x\n", ">\n  y\n", "0o8", "0xG", "<<x",
+]  # fmt: skip
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("scalar", SCALARS)
+def test_a_plain_scalar_reads_as_the_full_path_reads_it(scalar: str) -> None:
+    text = f"k: {scalar}\n"
+    fast = _fast_data(text)
+    assert fast is not _SLOW
+    assert same(fast["k"], _parse_slowly(text, "f.yaml").data["k"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &x 1\nb: *x\n",  # aliases: the alias bomb check
+        "a: !!str 1\n",  # tags
+        "<<: {a: 1}\n",  # merge keys
+        "1: a\n",  # a key that is not a string
+        "a: 1\na: 2\n",  # a repeated key
+        "--- a\n--- b\n",  # several documents
+        "%YAML 1.1\n---\na: 1\n",  # a directive
+        "? [a]\n: b\n",  # a complex key
+        "a: " + "[" * 70 + "]" * 70 + "\n",  # deeper than MAX_DEPTH
+    ],
+)
+def test_what_the_fast_path_declines_goes_the_full_way(text: str) -> None:
+    assert _fast_data(text) is _SLOW
+    try:
+        slow: Any = _parse_slowly(text, "f.yaml").data
+    except SetError as exc:
+        slow = exc.issues
+    try:
+        read: Any = parse_document(text, "f.yaml").data
+    except SetError as exc:
+        read = exc.issues
+    assert read == slow
+
+
+TEXT = "id: a\nname: b\nprompts:\n  - {id: p, prompt: hi, assertions: [{contains: x}]}\n"
+
+
+def test_a_valid_file_has_no_node_graph_until_a_position_is_asked_for() -> None:
+    doc = parse_document(TEXT, "f.yaml")
+    assert doc.tree is None
+    slow = _parse_slowly(TEXT, "f.yaml")
+    assert slow.tree is not None
+    assert doc.position(("prompts", 0, "assertions", 0)) == slow.position(("prompts", 0, "assertions", 0)) == (4, 38)
+
+
+def test_a_large_set_reports_a_bad_assertion_as_a_whole_validation_would() -> None:
+    """Past MEMO_MIN_PROMPTS, each distinct assertion is checked once: the issue of a bad one
+    still names its own prompt and line, and the same assertion elsewhere is not hidden."""
+    lines = ["id: a", "name: b", "prompts:"]
+    lines += [f"  - {{id: p{i}, prompt: hi, assertions: [{{contains: x}}]}}" for i in range(100)]
+    lines[3 + 70] = "  - {id: p70, prompt: hi, assertions: [{contains: ''}, {containz: x}]}"
+    lines[3 + 90] = "  - {id: p90, prompt: hi, assertions: [{containz: x}]}"
+    doc = parse_document("\n".join(lines) + "\n", "f.yaml")
+    issues = schema_issues("prompts", doc)
+    assert [(i.line, i.path) for i in issues] == [
+        (74, "prompts[70].assertions[0].contains"),
+        (74, "prompts[70].assertions[1]"),
+        (94, "prompts[90].assertions[0]"),
+    ]
+    assert "did you mean 'contains'?" in issues[2].message
