@@ -114,8 +114,9 @@ class PromptSet:
         system = prompt.system if prompt.system is not None else self.system
         return system or None
 
-    def params_for(self, prompt: Prompt) -> dict[str, JsonValue]:
-        return {**self.params, **prompt.params}
+    def params_for(self, prompt: Prompt) -> Params:
+        """The set's params with the prompt's over them (the set's own mapping when the prompt has none)."""
+        return {**self.params, **prompt.params} if prompt.params else self.params
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _strict_loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    return _decoder.decode(text)  # json.loads with parse_constant would build a decoder per call
 
 
 def _schema_check(value: Any, where: Where) -> Any:
@@ -64,14 +64,26 @@ def validate(validator: Any, document: Any, name: str) -> Outcome:
 
 
 def parse_response(response: str, name: str) -> tuple[Any, Outcome | None]:
-    """The trimmed response as strict JSON, or the failed outcome saying why it is not."""
+    """The trimmed response as strict JSON, or the failed outcome saying why it is not. The
+    last response read is remembered: an answer checked by several JSON assertions is parsed
+    once (the document is only read)."""
+    last = _LAST[0]
+    if last[0] is not response:
+        last = _LAST[0] = (response, *_parsed(response))
+    _, document, why = last
+    return (document, None) if why is None else (None, Outcome(False, 0.0, f"{name}: response is not JSON ({why})"))
+
+
+_LAST: list[tuple[str | None, Any, str | None]] = [(None, None, None)]  # (response, document, why not)
+
+
+def _parsed(response: str) -> tuple[Any, str | None]:
     try:
         return _strict_loads(response.strip(WHITESPACE)), None
     except ValueError as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        return None, Outcome(False, 0.0, f"{name}: response is not JSON ({reason})")
+        return None, exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
     except RecursionError:
-        return None, Outcome(False, 0.0, f"{name}: response is not JSON (nested too deeply)")
+        return None, "nested too deeply"
 
 
 def json_schema(validator: Any, response: str, context: Context) -> Outcome:

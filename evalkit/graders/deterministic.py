@@ -95,7 +95,6 @@ class DeterministicGrader:
 
     def __init__(self) -> None:
         self._slow: asyncio.Lock | None = None  # made in the running loop
-        self._plain: dict[int, Context] = {}  # by prompt: the context of prompts that read nothing of the call
 
     async def grade(
         self,
@@ -106,11 +105,8 @@ class DeterministicGrader:
         call: CallFacts | None = None,
     ) -> Grade:
         """``call``: the facts of the call, for latency_ms and cost."""
-        context = self._plain.get(id(prompt))
-        if context is None:
-            context = _context(prompt, call)
-            if not _reads_call(prompt):  # then the same for every answer to this prompt
-                self._plain[id(prompt)] = context
+        # evalkit's own types but latency_ms and cost read only the regex budget of the context
+        context = _context(prompt, call) if _reads_context(prompt) else _BUDGETED
         try:
             return grade_assertions(prompt, response, context)
         except SlowRegex:
@@ -124,11 +120,12 @@ class DeterministicGrader:
 
 
 _CALL_FREE: dict[str, bool] = {}
+_BUDGETED = Context(regex_budget_s=IN_LOOP_REGEX_S)
 
 
-def _reads_call(prompt: Prompt) -> bool:
-    """Whether an assertion of ``prompt`` reads the call's facts: latency_ms, cost, python and
-    plugin checks (they get the whole context)."""
+def _reads_context(prompt: Prompt) -> bool:
+    """Whether an assertion of ``prompt`` reads more of the context than the regex budget: the
+    call's facts (latency_ms, cost), or all of it (python and plugin checks)."""
     for assertion in prompt.assertions:
         free = _CALL_FREE.get(assertion.type)
         if free is None:

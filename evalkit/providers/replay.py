@@ -23,6 +23,7 @@ class ReplayProvider:
         self.instance_id = config.id
         self.path = config.path
         self.records = read_answers(config.path)
+        self._serving: dict[tuple[str, str | None], ServingRecord] = {}  # one record per alias and model
 
     async def complete(self, request: CompletionRequest) -> Completion:
         record = self.records.get((request.set_id, request.item_id)) or self.records.get(("", request.item_id))
@@ -31,11 +32,10 @@ class ReplayProvider:
                 f"provider '{self.instance_id}': no recorded answer for '{request.item_id}' in {self.path}"
             )
         response, model = record
-        return Completion(
-            text=response,
-            serving=ServingRecord(self.instance_id, request.model, model),
-            adapter=self.adapter,
-        )
+        serving = self._serving.get((request.model, model))
+        if serving is None:
+            serving = self._serving[request.model, model] = ServingRecord(self.instance_id, request.model, model)
+        return Completion(text=response, serving=serving, adapter=self.adapter)
 
     async def aclose(self) -> None:
         return None
