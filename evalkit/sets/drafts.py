@@ -11,6 +11,7 @@ issues of a prompt of the set file name that file; a row's, the data file and th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,9 +54,9 @@ class Place:
         """An issue with a string of the set's own (its system prompt) as this prompt renders it."""
         return self.doc.issue(path, message)
 
-    def where(self, sub: DataPath) -> str:
-        line, col = self.doc.position((*self.prefix, *sub))
-        return f"{self.doc.file}:{line}:{col}"
+    def where(self, sub: DataPath) -> object:
+        """``file:line:col`` of ``sub`` when shown (a Location: a valid file never composes its graph)."""
+        return self.doc.locate((*self.prefix, *sub))
 
     def flagged(self, sub: DataPath) -> bool:
         return flagged_path(self._flagged, (*self.prefix, *sub))
@@ -88,7 +89,7 @@ class RowPlace(Place):
         line, col = self.cases.position(self.case.line, self.case.row)  # the row's start
         return Issue(self.cases.display, line, col, format_path(path), message)
 
-    def where(self, sub: DataPath) -> str:
+    def where(self, sub: DataPath) -> object:
         if not self.own:
             return super().where(sub)
         line, col = self.cases.position(self.case.line, self.case.row, sub)
@@ -111,7 +112,7 @@ class _Item:
     weight: float
     path: DataPath  # of the value, within the prompt
     spec: AssertionType
-    where: str | None
+    where: object | None  # str() is file:line:col
     fixed: Assertion | None
 
 
@@ -287,8 +288,7 @@ class Drafter:
                 continue
             located = None
             if spec.needs:  # checked against the instances when the run is planned
-                line, col = self.doc.position(("prompts", index, "assertions", a_index))
-                located = f"{self.doc.file}:{line}:{col}"
+                located = self.doc.locate(("prompts", index, "assertions", a_index))
             built.append(Assertion(kind, value, compiled, weight, located))
         pid = raw.get("id")
         if listed in (None, []) and not (isinstance(reference, str) and reference.strip()):
@@ -468,25 +468,36 @@ class Drafter:
         return Assertion(item.kind, value, compiled, item.weight, item.where)
 
     def _check(self, spec: AssertionType, kind: str, value: Any, raw: Any) -> Any:
-        """``spec.check(value)``, once per distinct value: equal strings are checked once for the
-        whole set, and a value without a template once however many rows use it."""
-        if isinstance(value, str):
-            key: Any = (kind, value)
-        elif value is raw:
-            key = (kind, id(raw))  # the document holds it (and so its id) for the whole load
+        """``spec.check(value)``, once per distinct value: equal values (strings, and mappings or
+        lists written apart, one per prompt) are checked once for the whole set and share one
+        checker, and a value without a template once however many rows use it."""
+        key: Any = (kind, value) if isinstance(value, str) else (kind, _canonical(value))
+        seen = self._checked.get(key) if key[1] is not None else None
+        # the same JSON text and equal: {1: x} and {"1": x} write alike but are not the same value
+        if seen is not None and (seen[0] is value or seen[0] == value):
+            found = seen[1]
         else:
-            key = None
-        found = self._checked.get(key, _UNSET) if key is not None else _UNSET
-        if found is _UNSET:
             try:
                 found = spec.check(value, self.folder)
             except AssertionValueError as exc:
                 found = exc
-            if key is not None:
-                self._checked[key] = found
+            if key[1] is not None and seen is None:
+                self._checked[key] = (value, found)
         if isinstance(found, AssertionValueError):
             raise found
         return found
+
+
+def _canonical(value: Any) -> str | None:
+    """A JSON text that equal values share (None for a value JSON cannot write: checked alone)."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=True, default=_unwritable)
+    except (TypeError, ValueError):
+        return None
+
+
+def _unwritable(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
 
 
 def _value_message(exc: AssertionValueError, kind: str, where: DataPath, value: Any, raw: Any) -> str:

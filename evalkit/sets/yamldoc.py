@@ -50,6 +50,7 @@ class Document:
     tree: Any  # the root node (ruamel.yaml.nodes.Node), None for an empty file or not yet composed
     text: str | None = field(default=None, repr=False, compare=False)
     _composed: list[Any] = field(default_factory=list, repr=False, compare=False)
+    _positions: list[Document] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def nodes(self) -> Any:
@@ -76,6 +77,13 @@ class Document:
             mark = key_node.start_mark if key and last and key_node is not None else node.start_mark
         return mark.line + 1, mark.column + 1
 
+    def locate(self, path: Sequence[PathPart]) -> Location:
+        """Where ``path`` is, worked out when shown; every Location of a document shares one copy
+        of it without its data."""
+        if not self._positions:
+            self._positions.append(positions_of(self))
+        return Location(self._positions[0], path)
+
     def issue(self, path: Sequence[PathPart], message: str, key: bool = False) -> Issue:
         line, col = self.position(path, key=key)
         return Issue(self.file, line, col, format_path(path), message)
@@ -88,12 +96,17 @@ class Location:
     __slots__ = ("doc", "path")
 
     def __init__(self, doc: Document, path: Sequence[PathPart]) -> None:
-        self.doc = Document(doc.file, None, doc.tree, doc.text, doc._composed)  # positions only, not the data
+        self.doc = doc if doc.data is None else positions_of(doc)  # positions only, not the data
         self.path = tuple(path)
 
     def __str__(self) -> str:
         line, col = self.doc.position(self.path)
         return f"{self.doc.file}:{line}:{col}"
+
+
+def positions_of(doc: Document) -> Document:
+    """``doc`` without its data: what a ``Location`` keeps (sharing the graph, composed once)."""
+    return Document(doc.file, None, doc.tree, doc.text, doc._composed)
 
 
 def duplicate_ids(doc: Document, section: str, noun: str = "") -> tuple[list[Issue], set[str]]:
@@ -272,6 +285,7 @@ _NO_KEY = object()
 _PLAIN_TYPES = tuple(
     (name, re.compile(pattern), frozenset(first)) for name, pattern, first in _CORE_SCHEMA if name != "merge"
 )
+_TYPED_STARTS = frozenset().union(*(starts for _, _, starts in _PLAIN_TYPES))
 
 
 def _fast_data(text: str) -> Any:
@@ -281,6 +295,19 @@ def _fast_data(text: str) -> Any:
     MAX_DEPTH, several documents, directives, surrogate escapes. Those take the full path (node
     graph, checks, ruamel's constructor), so both paths give the same data for what this one takes.
     A 20,000-prompt set: ~7 s composing and constructing, ~1.5 s here."""
+    yaml = _yaml()
+    if not hasattr(yaml, "get_constructor_parser"):
+        return _SLOW
+    _, parser = yaml.get_constructor_parser(text)
+    try:
+        return _built(parser.get_event)
+    finally:
+        parser.dispose()
+
+
+def _built(next_event: Any) -> Any:
+    """``_fast_data``'s loop over the parser's events (taken one by one: ruamel's ``parse``
+    generator asks check_event before each, which costs as much again)."""
     from ruamel.yaml.events import (
         AliasEvent,
         DocumentStartEvent,
@@ -293,19 +320,21 @@ def _fast_data(text: str) -> Any:
         StreamStartEvent,
     )
 
-    yaml = _yaml()
-    if not hasattr(yaml, "parse"):
-        return _SLOW
     stack: list[Any] = []  # open containers: lists, and mappings with their pending key
     root: Any = _SLOW
     documents = 0
-    for event in yaml.parse(text):
+    while True:
+        event = next_event()
         kind = type(event)
         if kind is ScalarEvent:
             if event.anchor is not None or event.tag is not None:
                 return _SLOW
-            value = _resolve_plain(event.value) if event.style == "" and event.implicit[0] else event.value
-            if isinstance(value, str) and _SURROGATE.search(value):
+            value = event.value
+            # a plain scalar is resolved by the core schema, but most start with a letter no
+            # typed value starts with: those stay strings without a pattern tried
+            if event.style == "" and event.implicit[0] and (not value or value[0] in _TYPED_STARTS):
+                value = _resolve_plain(value)
+            if type(value) is str and not value.isascii() and _SURROGATE.search(value):
                 return _SLOW
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
@@ -320,8 +349,10 @@ def _fast_data(text: str) -> Any:
             if documents > 1 or getattr(event, "version", None) or getattr(event, "tags", None):
                 return _SLOW
             continue
-        elif kind is StreamStartEvent or kind is StreamEndEvent:
+        elif kind is StreamStartEvent:
             continue
+        elif kind is StreamEndEvent:
+            break
         elif kind is AliasEvent:
             return _SLOW
         else:  # DocumentEndEvent

@@ -1,0 +1,118 @@
+"""What a large set shares once loaded: one checker per distinct assertion value, and no node
+graph until a position is shown; and what the run does to the collector, undone after it."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit import load_set
+from evalkit.assertions.jsondoc import parse_response
+from evalkit.graders.deterministic import grade_assertions
+from evalkit.records import PromptSet
+
+
+def write_set(path: Path, prompts: list[dict[str, Any]]) -> Path:
+    lines = ["id: sharing", "name: Sharing", "prompts:"]
+    lines += [f"  - {json.dumps(p)}" for p in prompts]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def loaded(path: Path) -> PromptSet:
+    prompt_set = load_set(path)
+    assert isinstance(prompt_set, PromptSet)
+    return prompt_set
+
+
+def test_equal_mappings_written_apart_share_one_checker(isolated: Path) -> None:
+    schema = {"type": "object", "required": ["answer"]}
+    prompts = [{"id": f"p{i}", "prompt": "Q", "assertions": [{"json_schema": dict(schema)}]} for i in range(80)]
+    prompts.append({"id": "other", "prompt": "Q", "assertions": [{"json_schema": {"type": "array"}}]})
+    prompt_set = loaded(write_set(isolated / "set.yaml", prompts))
+    checkers = {id(p.assertions[0].compiled) for p in prompt_set.prompts}
+    assert len(checkers) == 2
+    assert grade_assertions(prompt_set.prompts[0], '{"answer": 1}').passed
+    assert not grade_assertions(prompt_set.prompts[-1], '{"answer": 1}').passed
+
+
+def test_values_that_write_alike_but_differ_are_checked_each(cli: Any, isolated: Path) -> None:
+    """{"1": "a"} and {1: "a"} are the same JSON text, but only the first is a JSON value: the
+    second must still be refused, not served the first one's check."""
+    text = (
+        "id: alike\nname: Alike\nprompts:\n"
+        "  - {id: a, prompt: Q, assertions: [{equals_json: {'1': a}}]}\n"
+        "  - {id: b, prompt: Q, assertions: [{equals_json: {1: a}}]}\n"
+    )
+    (isolated / "set.yaml").write_text(text, encoding="utf-8")
+    result = cli("validate", "set.yaml")
+    assert result.exit_code == 2
+    assert "set.yaml:5:" in result.stderr
+    assert "equals_json: keys must be strings, got 1" in result.stderr
+    assert "set.yaml:4:" not in result.stderr
+
+
+def test_a_cost_assertion_is_located_without_composing_the_file(isolated: Path) -> None:
+    prompts = [{"id": f"p{i}", "prompt": "Q", "assertions": [{"contains": "x"}, {"cost": 0.01}]} for i in range(3)]
+    prompt_set = loaded(write_set(isolated / "set.yaml", prompts))
+    where = prompt_set.prompts[2].assertions[1].where
+    documents = {id(p.assertions[1].where.doc) for p in prompt_set.prompts}  # type: ignore[union-attr]
+    assert len(documents) == 1  # one copy of the document's positions for every location
+    assert where.doc.data is None  # type: ignore[union-attr]  # the location keeps no data
+    assert where.doc._composed == []  # type: ignore[union-attr]  # nothing composed while loading
+    line = (isolated / "set.yaml").read_text(encoding="utf-8").splitlines()[5]
+    column = line.index('{"cost"') + 1
+    assert str(where).endswith(f"set.yaml:6:{column}")
+    assert where.doc._composed != []  # type: ignore[union-attr]  # composed when shown, once
+
+
+def test_the_parsed_answer_kept_is_only_that_answer() -> None:
+    first, second = '{"a": 1}', '{"a": 2}'
+    copy = "".join(['{"a": ', "1}"])  # equal to first, another object
+    assert parse_response(first, "equals_json") == ({"a": 1}, None)
+    assert parse_response(second, "equals_json") == ({"a": 2}, None)
+    assert parse_response(copy, "equals_json") == ({"a": 1}, None)
+    document, failed = parse_response("not json", "json_schema")
+    assert document is None
+    assert failed is not None
+    assert failed.reason.startswith("json_schema: response is not JSON (")
+    _, failed_again = parse_response("not json", "equals_json")
+    assert failed_again is not None
+    assert failed_again.reason.startswith("equals_json: ")
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_run_leaves_the_collector_as_it_found_it(
+    isolated: Path, write_file: Any, monkeypatch: pytest.MonkeyPatch, fails: bool
+) -> None:
+    from evalkit import session
+    from evalkit.api import load_config
+
+    write_file("answers.jsonl", json.dumps({"id": "p0", "response": "x", "model": "m"}) + "\n")
+    write_file("evalkit.yaml", "providers:\n  - {id: rec, adapter: replay, path: answers.jsonl}\n")
+    path = write_set(isolated / "set.yaml", [{"id": "p0", "prompt": "Q", "assertions": [{"contains": "x"}]}])
+    config = load_config(isolated / "evalkit.yaml")
+    plan = session.plan_run([loaded(path)], config, db=None, store=False, use_cache=False)
+    seen: list[tuple[int, tuple[int, int, int]]] = []
+    real = session._run_all
+
+    async def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()))
+        if fails:
+            raise RuntimeError("stop")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "_run_all", watched)
+    before = (gc.get_freeze_count(), gc.get_threshold())
+    if fails:
+        with pytest.raises(RuntimeError):
+            session.execute_plan(plan)
+    else:
+        assert session.execute_plan(plan)[0].items[0].passed
+    assert seen[0][0] > 0
+    assert seen[0][1][2] >= session.RUN_GC_FULL_EVERY
+    assert (gc.get_freeze_count(), gc.get_threshold()) == before
