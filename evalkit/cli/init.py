@@ -10,12 +10,12 @@ import click
 @click.command("init")
 @click.option("--force", is_flag=True, help="Overwrite existing files; also start a project inside another one.")
 def init_command(force: bool) -> None:
-    """Write evalkit.yaml (using the local model), sets/example.yaml and baselines/ here."""
+    """Write evalkit.yaml (using the local model), example sets in sets/ and baselines/ here."""
     from evalkit.sets.scaffold import scaffold
 
     for path, created in scaffold(Path.cwd(), force=force):
         click.echo(f"{'wrote' if created else 'kept'} {path}")
-    click.echo("Next: evalkit run sets/example.yaml, then evalkit baseline accept to commit its baseline")
+    click.echo("Next: evalkit run sets/, then evalkit baseline accept to commit the baselines")
 
 
 COMMANDS = [init_command]

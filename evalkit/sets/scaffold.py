@@ -1,5 +1,6 @@
-"""Templates written by ``evalkit init``: a config using the local model, an example set and the
-baselines folder with a note on how to fill it."""
+"""Templates written by ``evalkit init``: a config using the local model, two example sets (the
+assertion vocabulary; templates, a data file and a conversation) and the baselines folder with
+a note on how to fill it."""
 
 from __future__ import annotations
 
@@ -91,6 +92,37 @@ prompts:
       - equals_json: {ok: true}                     # parsed: spacing and key order do not matter
 """
 
+TEMPLATED_SET = """\
+# yaml-language-server: $schema=../.evalkit/schemas/prompt-set.schema.json
+id: example.templates
+name: Templates, data files and a conversation
+description: One prompt per row of capitals.csv, made from a template, and a conversation.
+params: {temperature: 0, max_tokens: 64}
+vars: {style: Answer with the city name only.}    # for every prompt: Jinja2 {{ ... }} in prompts and values
+template:                                        # a prompt for every row of cases:, its columns as vars
+  prompt: "What is the capital of {{ country }}? {{ style }}"
+  assertions:
+    - icontains: "{{ capital }}"
+    - word_count: {max: 12}
+cases: capitals.csv                              # a CSV with a header (or JSONL, or a YAML list); id: the prompt id
+prompts:                                         # written prompts may stand beside the rows
+  - id: remembers-a-name
+    vars: {name: Ada}                            # a prompt's vars add to (and override) the set's
+    messages:                                    # instead of prompt: a conversation, the last turn the user's
+      - {role: user, content: "Hi, my name is {{ name }}."}
+      - {role: assistant, content: "Nice to meet you, {{ name }}!"}
+      - {role: user, content: "Please say my name back to me."}
+    assertions:
+      - contains: "{{ name }}"
+"""
+
+CAPITALS_CASES = """\
+id,country,capital
+capital-of-japan,Japan,Tokyo
+capital-of-italy,Italy,Rome
+capital-of-germany,Germany,Berlin
+"""
+
 
 BASELINES_NOTE = """\
 # Accepted baselines
@@ -135,6 +167,8 @@ def scaffold(root: Path, force: bool = False) -> list[tuple[Path, bool]]:
     for relative, text in (
         ("evalkit.yaml", CONFIG_TEMPLATE),
         ("sets/example.yaml", EXAMPLE_SET),
+        ("sets/templated.yaml", TEMPLATED_SET),
+        ("sets/capitals.csv", CAPITALS_CASES),
         ("baselines/README.md", BASELINES_NOTE),
     ):
         path = root / relative

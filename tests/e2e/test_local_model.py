@@ -135,6 +135,12 @@ def test_init_scaffold_runs_on_the_local_model(isolated: Path) -> None:
     again = json.loads(evalkit("run", "sets/example.yaml", "--format", "json", cwd=isolated).stdout)
     assert again["comparison"]["state"] == "compared"
     assert (again["comparison"]["baseline_source"], again["comparison"]["baseline_run_id"]) == ("file", doc["run_id"])
+    # the second example: a template over the rows of capitals.csv, and a conversation
+    templated = evalkit("run", "sets/templated.yaml", "--format", "json", cwd=isolated)
+    assert templated.returncode == 0, templated.stderr
+    rows = json.loads(templated.stdout)
+    assert rows["prompt_count"] == 4
+    assert rows["pass_rate"] == 1.0, [(i["id"], i["reason"]) for i in rows["items"]]
 
 
 def test_server_binds_loopback_and_stops_when_closed() -> None:
