@@ -242,22 +242,33 @@ GRADING_MIX: list[dict[str, object]] = [
 ]
 
 
-def grading_throughput(n: int) -> dict[str, object]:
-    with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
-        folder = Path(tmp)
-        answer = json.dumps(ANSWER)
-        with (folder / "answers.jsonl").open("w") as fh:
-            for i in range(n):
-                fh.write(json.dumps({"id": f"p{i}", "response": answer, "model": "recorded-1"}) + "\n")
-        lines = ["id: bench.grading", "name: Grading throughput", "prompts:"]
+def write_grading_folder(folder: Path, n: int) -> None:
+    """The replay benchmark's project: ``n`` recorded answers, a set of ``n`` prompts with three
+    assertions of GRADING_MIX each (in rotation), and a priced replay instance."""
+    answer = json.dumps(ANSWER)
+    with (folder / "answers.jsonl").open("w") as fh:
         for i in range(n):
-            mix = [json.dumps(GRADING_MIX[(3 * i + k) % len(GRADING_MIX)]) for k in range(3)]
-            lines.append(f"  - {{id: p{i}, prompt: 'Q{i}', assertions: [{', '.join(mix)}]}}")
-        (folder / "set.yaml").write_text("\n".join(lines) + "\n")
-        (folder / "evalkit.yaml").write_text(
-            "providers:\n  - {id: rec, adapter: replay, path: answers.jsonl, "
-            "cost: {input_per_mtok: 1, output_per_mtok: 2}}\n"
-        )
+            fh.write(json.dumps({"id": f"p{i}", "response": answer, "model": "recorded-1"}) + "\n")
+    lines = ["id: bench.grading", "name: Grading throughput", "prompts:"]
+    for i in range(n):
+        mix = [json.dumps(GRADING_MIX[(3 * i + k) % len(GRADING_MIX)]) for k in range(3)]
+        lines.append(f"  - {{id: p{i}, prompt: 'Q{i}', assertions: [{', '.join(mix)}]}}")
+    (folder / "set.yaml").write_text("\n".join(lines) + "\n")
+    (folder / "evalkit.yaml").write_text(
+        "providers:\n  - {id: rec, adapter: replay, path: answers.jsonl, "
+        "cost: {input_per_mtok: 1, output_per_mtok: 2}}\n"
+    )
+
+
+def grading_throughput(n: int, folder: Path | None = None) -> dict[str, object]:
+    """The replay command over a folder written by ``write_grading_folder`` (a fresh one, or
+    ``folder`` as it is: its database is removed first)."""
+    with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
+        if folder is None:
+            folder = Path(tmp)
+            write_grading_folder(folder, n)
+        for stale in folder.glob("evalkit.duckdb*"):
+            stale.unlink()
         m = measure(
             [sys.executable, "-m", "evalkit", "run", "set.yaml", "--format", "json", "--output", "out.json",
              "--db", str(folder / "evalkit.duckdb")],
