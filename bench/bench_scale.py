@@ -34,7 +34,9 @@ sys.path.insert(0, str(BENCH.parent))
 from bench.bench_promptfoo import grading_throughput, write_grading_folder  # noqa: E402
 from bench.measure import measure  # noqa: E402
 
-CALIBRATION = "import time\nt = time.perf_counter()\ns = 0\nfor i in range(10_000_000): s += i\nprint(time.perf_counter() - t)"
+CALIBRATION = (
+    "import time\nt = time.perf_counter()\ns = 0\nfor i in range(10_000_000): s += i\nprint(time.perf_counter() - t)"
+)
 
 STEPS = {
     "ruamel C events only (floor)": """

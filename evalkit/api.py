@@ -7,6 +7,7 @@ the small, stable surface ``import evalkit`` offers.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,84 @@ def set_report(config: Config, *, db: str | Path | None = None) -> list[dict[str
         return []
     with store:
         return set_summaries(store)
+
+
+def html_report(
+    config: Config,
+    *,
+    db: str | Path | None = None,
+    set_id: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    grader: str | None = None,
+    limit: int | None = None,
+    runs: Sequence[RunResult | RetrievalRunResult] = (),
+) -> str:
+    """The self-contained HTML report (DESIGN 9) of the stored history, filtered as ``report``
+    filters it; with ``runs`` (just made), of their sets, these runs shown as the latest."""
+    from evalkit.report import html
+    from evalkit.report.jsonout import envelope
+    from evalkit.store import load_retrieval_run, load_run
+    from evalkit.store.reportdata import report_runs
+
+    made = {r.run_id: r for r in runs}
+    sets: dict[str, dict[str, Any]] = {}
+    store = _read_store(config, db)
+    with store if store is not None else contextlib.nullcontext():
+        rows = []
+        if store is not None and (made or not runs):
+            rows = report_runs(store, set_id=set_id, provider=provider, model=model, grader=grader, limit=limit,
+                               run_ids=tuple(made))  # fmt: skip
+        for row in rows:
+            sets.setdefault(row["set_id"], {"set_id": row["set_id"], "set_name": row["set_name"], "runs": []})
+            sets[row["set_id"]]["runs"].append(row)
+        for run in runs:  # not stored (no database, or it refused them): the run alone
+            if run.run_id not in {r["run_id"] for r in sets.get(run.set_id, {}).get("runs", [])}:
+                entry = sets.setdefault(run.set_id, {"set_id": run.set_id, "set_name": None, "runs": []})
+                entry["runs"].append(_unstored_row(run))
+        for entry in sets.values():
+            mine = [r for r in entry["runs"] if r["run_id"] in made]
+            latest_row = (mine or entry["runs"])[-1]
+            if latest_row["run_id"] in made:
+                run = made[latest_row["run_id"]]
+                meta: dict[str, Any] = {"privacy": config.privacy}
+                latest = envelope(run, run.gate)
+            else:
+                loaded, meta = (load_retrieval_run if latest_row["kind"] == "retrieval" else load_run)(
+                    store, latest_row["run_id"]
+                )
+                latest = envelope(loaded, meta.get("gate"))
+            latest["privacy"] = meta.get("privacy") or latest_row.get("privacy")
+            entry["latest"] = latest
+            baseline_id = (latest.get("comparison") or {}).get("baseline_run_id")
+            entry["baseline"] = None
+            if store is not None and baseline_id and latest.get("kind") != "retrieval" and _stored(store, baseline_id):
+                entry["baseline"] = envelope(load_run(store, baseline_id)[0])
+    models = [m.as_dict() for m in rank_models(config=config, db=db)] if store is not None else []
+    source = str(db_path(config, db)) if store is not None else "the runs just made (no database)"
+    return html.render(list(sets.values()), models, source=source)
+
+
+def _stored(store: Any, run_id: str) -> bool:
+    return bool(store.con.execute("select count(*) from runs where run_id = $1", [run_id]).fetchone()[0])
+
+
+def _unstored_row(run: RunResult | RetrievalRunResult) -> dict[str, Any]:
+    """A run that is not in the database, as ``reportdata.report_runs`` gives stored ones."""
+    comparison = run.comparison
+    row: dict[str, Any] = {
+        "run_id": run.run_id, "set_id": run.set_id, "set_name": None, "kind": run.kind, "grader": run.grader,
+        "started_at": run.started_at, "comparison_state": comparison.state if comparison else None,
+        "regressed": comparison.regressed if comparison else None,
+        "baseline_run_id": comparison.baseline_run_id if comparison else None, "accepted_at": None,
+    }  # fmt: skip
+    if isinstance(run, RetrievalRunResult):
+        scope = {"provider": run.retriever, "model": None, "reported_model": None}
+        return {**row, **scope, "pass_rate": run.top1_hit_rate, "mean_score": run.top3_hit_rate}
+    gen = run.generator
+    scope = {"provider": gen.provider, "model": gen.model, "reported_model": gen.reported_model} if gen else {}
+    return {**row, "provider": run.provider, "model": run.model, "reported_model": None, **scope,
+            "pass_rate": run.pass_rate, "mean_score": run.mean_score}  # fmt: skip
 
 
 def show_run(

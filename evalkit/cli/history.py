@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from evalkit.cli.options import config_option, db_option, format_option, stdout_console
@@ -12,19 +14,32 @@ from evalkit.cli.options import config_option, db_option, format_option, stdout_
 @click.option("--provider", metavar="ID", help="Only runs of this provider instance.")
 @click.option("--model", metavar="ALIAS", help="Only runs that sent this model alias.")
 @click.option("--grader", metavar="NAME", help="Only runs stored under this grader.")
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs (with --html: of each set).")
+@click.option(
+    "--html", "html_file", type=click.Path(dir_okay=False), metavar="FILE",
+    help="Write a self-contained HTML report (charts, prompt tables, baseline diffs) to FILE.",
+)  # fmt: skip
 @db_option
 @config_option
 @format_option("table", "json", "markdown")
 def report_command(
     set_id: str | None, provider: str | None, model: str | None, grader: str | None, limit: int | None,
-    db: str | None, config: str | None, fmt: str,
+    html_file: str | None, db: str | None, config: str | None, fmt: str,
 ) -> None:  # fmt: skip
     """History, trend and baseline per set (or one set's history)."""
     from evalkit import api
     from evalkit.report import jsonout, markdown, render
 
     cfg = api.load_config(config)
+    if html_file is not None:
+        from evalkit.cli.run import check_writable, write_output
+
+        check_writable(html_file)
+        page = api.html_report(cfg, db=db, set_id=set_id, provider=provider, model=model, grader=grader, limit=limit)
+        write_output(Path(html_file), page, stored_note="")
+        click.echo(f"wrote {html_file} ({len(page.encode()) / 1e6:.2f} MB)", err=fmt == "json")
+        if fmt != "json":
+            return
     filtered = set_id or provider or model or grader or limit
     rows = api.history(cfg, db=db, set_id=set_id, provider=provider, model=model, grader=grader, limit=limit)
     if fmt == "json":

@@ -74,6 +74,10 @@ if TYPE_CHECKING:
     "--markdown", type=click.Path(dir_okay=False), metavar="FILE",
     help="Also write the report as markdown to FILE (a pull-request comment).",
 )  # fmt: skip
+@click.option(
+    "--html", "html_file", type=click.Path(dir_okay=False), metavar="FILE",
+    help="Also write a self-contained HTML report of these runs and their sets' history to FILE.",
+)  # fmt: skip
 def run_command(
     targets: tuple[str, ...],
     providers: tuple[str, ...],
@@ -96,6 +100,7 @@ def run_command(
     output: str | None,
     junit: str | None,
     markdown: str | None,
+    html_file: str | None,
 ) -> None:
     """Run prompt sets (files, folders or set ids) against a model endpoint."""
     from evalkit import api
@@ -103,7 +108,7 @@ def run_command(
     overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
     minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
     outputs = Outputs(fmt, output, junit, markdown)
-    check_writable(output, junit, markdown)
+    check_writable(output, junit, markdown, html_file)
     grader_name = api.resolve_grader_name(grader, strict=True)
     with collector_paused():
         cfg = api.load_config(config)
@@ -122,10 +127,14 @@ def run_command(
     except RunsNotStored as exc:  # carried out, then the database refused them: reported, exit 3
         warn_fallbacks(exc.runs)
         emit(exc.runs, outputs)
+        if html_file:
+            write_output(Path(html_file), api.html_report(cfg, db=plan.db, runs=exc.runs), stored_note="")
         raise
     warn_fallbacks(runs)
     try:
         emit(runs, outputs)
+        if html_file:  # these runs, with the history of their sets when they were stored
+            write_output(Path(html_file), api.html_report(cfg, db=plan.db, runs=runs))
     except KeyboardInterrupt:
         stored = f"the runs were stored ({', '.join(r.run_id for r in runs)})" if plan.db else "no run was stored"
         raise KeyboardInterrupt(f"{stored}; the report was cut short (evalkit show RUN_ID prints it again)") from None
@@ -264,14 +273,14 @@ def check_writable(*paths: str | None) -> None:
             raise InputError(f"{path}: cannot write this file; choose another path")
 
 
-def write_output(path: Path, text: str) -> None:
+def write_output(path: Path, text: str, stored_note: str = "; the run itself was stored") -> None:
     from evalkit.errors import RunError
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise RunError(f"{path}: cannot write ({exc.strerror}); the run itself was stored") from exc
+        raise RunError(f"{path}: cannot write ({exc.strerror}){stored_note}") from exc
 
 
 def exit_code(runs: Sequence[Any]) -> int:

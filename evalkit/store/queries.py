@@ -74,12 +74,7 @@ def history(
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Stored runs, newest first, filtered by set, provider instance, model alias or grader."""
-    where: list[str] = []
-    params: list[Any] = []
-    for column, value in (("set_id", set_id), ("provider", provider), ("model", model), ("grader", grader)):
-        if value is not None:
-            params.append(value)
-            where.append(f"{column} = ${len(params)}")
+    where, params = run_filters(set_id=set_id, provider=provider, model=model, grader=grader)
     sql = f"select {', '.join(HISTORY_COLUMNS)} from runs"
     if where:
         sql += " where " + " and ".join(where)
@@ -90,6 +85,17 @@ def history(
     rows = store.con.execute(sql, params).fetchall()
     keys = ["set" if c == "set_id" else c for c in HISTORY_COLUMNS]
     return [_with_time(dict(zip(keys, r, strict=True))) for r in rows]
+
+
+def run_filters(**columns: str | None) -> tuple[list[str], list[Any]]:
+    """``report``'s filters as SQL conditions on runs (``column = $n``) and their parameters."""
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in columns.items():
+        if value is not None:
+            params.append(value)
+            where.append(f"{column} = ${len(params)}")
+    return where, params
 
 
 def _with_time(row: dict[str, Any]) -> dict[str, Any]:

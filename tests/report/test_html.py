@@ -1,0 +1,189 @@
+"""The HTML report as a file (DESIGN 9): self-contained, everything untrusted inert, answers only
+where the privacy level kept them, and `run --html` / `report --html` as commands. What a person
+sees in a browser is tests/report/test_html_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.report.html import script_json, visible
+from tests.report.htmlproject import BIDI, HOSTILE_ID, HOSTILE_MODEL, HOSTILE_NEEDLE, SCRIPT, TEMPLATE, make_project
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the text of each <script>."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+        if self._in_script:
+            self.scripts.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts[-1] += data
+
+
+def parsed(text: str) -> Elements:
+    elements = Elements()
+    elements.feed(text)
+    return elements
+
+
+@pytest.fixture
+def project(isolated: Path, cli: Any) -> dict[str, Any]:
+    return make_project(isolated, cli)
+
+
+def report(cli: Any, *args: str) -> str:
+    result = cli("report", "--html", "report.html", *args)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("wrote report.html (")
+    return Path("report.html").read_text(encoding="utf-8")
+
+
+def test_the_file_needs_nothing_from_outside(cli: Any, project: dict[str, Any]) -> None:
+    page = report(cli)
+    elements = parsed(page)
+    assert [t for t, a in elements.tags if t in ("link", "iframe", "object", "embed", "img", "base")] == []
+    assert [a for t, a in elements.tags if a.get("src") or a.get("srcset")] == []
+    assert [t for t, _ in elements.tags].count("script") == 3  # Chart.js, the data, the page's own
+    assert "Chart.js v4" in elements.scripts[0]
+    assert not re.search(r"@import|url\(", page.split("<script>", 1)[0])  # the styles load nothing
+    policy = next(a["content"] for t, a in elements.tags if t == "meta" and a.get("http-equiv"))
+    assert policy is not None
+    assert "default-src 'none'" in policy  # and the browser may fetch nothing even if asked
+
+
+def test_untrusted_text_is_shown_never_run(cli: Any, project: dict[str, Any]) -> None:
+    page = report(cli)
+    elements = parsed(page)
+    # nothing the data carries became an element: the only scripts are the page's three
+    assert [t for t, _ in elements.tags].count("script") == 3
+    assert not any(t == "img" for t, _ in elements.tags)
+    assert "&lt;/script&gt;&lt;img src=x onerror=" in page
+    assert "evil-&lt;/td&gt;&lt;script&gt;" in page
+    assert "m&lt;b&gt;1&lt;/b&gt;" in page  # a model name
+    # a reason quoting the assertion's value
+    assert "contains &#34;&lt;script&gt;document.title=&#39;owned&#39;&lt;/script&gt;{{7*7}}\\u202e&#34;" in page
+    assert TEMPLATE in page  # {{7*7}} stays text: the report renders no data as a template
+    assert "49 beta" not in page
+    # control and bidi characters are shown as their code points, not obeyed
+    assert "abc⟨U+202E⟩dcba⟨U+2066⟩x⟨U+0007⟩⟨U+0000⟩y" in page
+    assert not any(c in page for c in ("\u202e", "\u2066", "\x07", "\x00"))
+    # the charts' data: JSON that cannot end its element, and that reads back whole
+    data = elements.scripts[1]
+    assert "<" not in data
+    assert ">" not in data
+    charts = json.loads(data)
+    labels = [d["label"] for d in charts["set-0"]["trend"]["datasets"]]
+    assert any("m<b>1</b>⟨U+202E⟩" in label for label in labels)
+
+
+def test_the_pieces_of_untrusted_text_round_trip() -> None:
+    hostile = f"{SCRIPT}{HOSTILE_ID}{BIDI}{HOSTILE_MODEL}{HOSTILE_NEEDLE}\u2028\u2029"
+    text = script_json({"k": hostile})
+    assert "</" not in text
+    assert "\u2028" not in text
+    assert json.loads(text) == {"k": hostile}
+    assert visible("a\u200bb\ufeffc\td\ne") == "a⟨U+200B⟩b⟨U+FEFF⟩c\td\ne"
+
+
+def test_the_report_has_every_part(cli: Any, project: dict[str, Any]) -> None:
+    page = report(cli)
+    assert page.count('class="set"') == 2  # the prompt set and the retrieval set
+    assert project["regressed"] in page
+    assert "Regressed" in page
+    assert page.count('<tr class="item"') == 5
+    assert 'id="diff-set-0"' in page
+    assert "1 prompt(s) flipped" in page
+    assert 'class="bars-form"' in page
+    assert 'class="bars-hard"' in page
+    assert "corpus_revision" in page  # the retrieval run's provenance
+    assert 'class="models"' in page
+    charts = json.loads(parsed(page).scripts[1])
+    trend = charts["set-0"]["trend"]
+    assert len(trend["labels"]) == len(project["runs"])
+    by_label = {d["label"].split(" · ")[0] + " · " + d["label"].split(" · ")[1]: d for d in trend["datasets"]}
+    assert sum(p is not None for p in by_label["pass rate · good"]["data"]) == len(project["runs"]) - 1
+    assert sum(p is not None for p in by_label["pass rate · bad"]["data"]) == 1
+    marks = by_label["pass rate · good"]["marks"]
+    assert marks[0] == "accepted"
+    assert marks[-1] == "regressed"
+    assert sorted(charts["set-1"]["by_form"]["labels"]) == ["gap", "match"]
+
+
+def test_filters_narrow_the_report(cli: Any, project: dict[str, Any]) -> None:
+    page = report(cli, "html.demo", "--provider", "bad")
+    charts = json.loads(parsed(page).scripts[1])
+    assert list(charts) == ["set-0"]
+    assert len(charts["set-0"]["trend"]["labels"]) == 1
+    assert project["bad"] in page
+    limited = json.loads(parsed(report(cli, "--limit", "2")).scripts[1])
+    assert len(limited["set-0"]["trend"]["labels"]) == 2
+
+
+def test_answers_only_where_the_privacy_level_kept_them(isolated: Path, cli: Any) -> None:
+    make_project(isolated, cli, runs=1, privacy="metadata")
+    page = report(cli)
+    assert "alpha" not in page.split('<table class="items"', 1)[1].split("</table>", 1)[0].split("<tbody>")[1].replace(
+        "Say alpha", ""
+    ).replace("contains &#39;alpha&#39;", "")
+    assert "not kept (privacy metadata)" in page
+
+
+def test_run_html_writes_the_runs_just_made(isolated: Path, cli: Any) -> None:
+    made = make_project(isolated, cli, runs=1)
+    result = cli("run", "set.yaml", "--html", "out/run.html", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    run_id = json.loads(result.stdout)["run_id"]
+    page = (isolated / "out" / "run.html").read_text(encoding="utf-8")
+    assert f'<strong>Latest run</strong> <span class="t">{run_id}</span>' in page
+    charts = json.loads(parsed(page).scripts[1])
+    assert list(charts) == ["set-0"]  # the set that ran, not the retrieval set
+    assert len(charts["set-0"]["trend"]["labels"]) == len(made["runs"]) + 1
+
+
+def test_run_html_into_a_fresh_database_draws_the_run_alone(isolated: Path, cli: Any, write_file: Any) -> None:
+    make_project(isolated, cli, runs=1)
+    result = cli("run", "set.yaml", "--db", str(isolated / "fresh.duckdb"), "--html", "alone.html")
+    assert result.exit_code == 0, result.stderr
+    charts = json.loads(parsed((isolated / "alone.html").read_text(encoding="utf-8")).scripts[1])
+    assert len(charts["set-0"]["trend"]["labels"]) == 1
+
+
+def test_an_unwritable_html_path_is_refused_before_anything_runs(isolated: Path, cli: Any) -> None:
+    make_project(isolated, cli, runs=1)
+    (isolated / "taken").mkdir()
+    before = json.loads(cli("report", "--format", "json").stdout)["runs"]
+    nowhere = "set.yaml/report.html"  # under a file: no folder can be made there
+    result = cli("run", "set.yaml", "--html", nowhere)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"Error: {nowhere}: cannot write this file; choose another path"
+    assert json.loads(cli("report", "--format", "json").stdout)["runs"] == before
+    for args in (("run", "set.yaml", "--html", "taken"), ("report", "--html", "taken"), ("report", "--html", nowhere)):
+        refused = cli(*args)
+        assert refused.exit_code == 2
+        assert len(refused.stderr.strip().splitlines()) == 1
+    assert json.loads(cli("report", "--format", "json").stdout)["runs"] == before
+
+
+def test_an_empty_history_still_makes_a_page(isolated: Path, cli: Any, write_file: Any) -> None:
+    write_file("evalkit.yaml", "providers: []\n")
+    page = report(cli)
+    assert "No stored runs match." in page
