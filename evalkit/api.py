@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +273,32 @@ def show_run(
         if kind == "retrieval":
             return load_retrieval_run(store, full_id)
         return load_run(store, full_id)
+
+
+def merge_databases(
+    config: Config, sources: Sequence[str | Path], *, db: str | Path | None = None, with_cache: bool = False
+) -> list[dict[str, object]]:
+    """Fold the runs of other evalkit databases into this one (DESIGN 8.1); one entry per source."""
+    from evalkit.store import Store
+    from evalkit.store.merge import merge
+
+    if not sources:
+        raise InputError("merge needs at least one database to fold in: evalkit merge OTHER.duckdb...")
+    with Store.open(db_path(config, db)) as store:
+        return [m.as_dict() for m in merge(store, [Path(s) for s in sources], with_cache=with_cache)]
+
+
+def export_parquet(
+    config: Config, folder: str | Path, *, db: str | Path | None = None, since: date | None = None
+) -> dict[str, int]:
+    """The history as Parquet under ``folder`` (runs, results, retrieval; Hive-partitioned by set)."""
+    from evalkit.store.export import export_parquet as export
+
+    store = _read_store(config, db)
+    if store is None:
+        raise UnknownNameError(f"no stored runs: the database {db_path(config, db)} does not exist yet")
+    with store:
+        return export(store, Path(folder), since)
 
 
 def prune(config: Config, *, older_than_days: int | None = None, db: str | Path | None = None) -> tuple[int, int]:

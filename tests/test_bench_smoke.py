@@ -43,3 +43,28 @@ def test_retrieval_bench_smoke() -> None:
     out = run("bench/bench_retrieval.py", "--docs", "300", "--questions", "30", "--rank-bm25-questions", "5")
     assert "| evalkit lexical (bm25s) |" in out
     assert "| rank-bm25 BM25Okapi |" in out
+
+
+@pytest.mark.slow
+def test_team_bench_smoke() -> None:
+    out = run("bench/bench_team.py", "--dbs", "3", "--runs", "2", "--items", "20")
+    assert '"result_rows": 120' in out
+    assert '"merge_again"' in out
+
+
+@pytest.mark.slow
+def test_scale_bench_smoke() -> None:
+    out = run("bench/bench_scale.py", "--n", "200", "--runs", "1")
+    assert "ruamel C events only (floor)" in out
+    assert "assertions_per_s_median" in out
+
+
+@pytest.mark.slow
+def test_html_bench_smoke() -> None:
+    from pathlib import Path
+
+    if not Path("/usr/bin/chromium").exists() and not os.environ.get("CI"):
+        pytest.skip("headless Chromium is not installed: apt-get install chromium chromium-driver")
+    out = run("bench/bench_html.py", "--runs", "2", "--prompts", "20")
+    assert '"file_mb"' in out
+    assert '"load_event_ms_median"' in out

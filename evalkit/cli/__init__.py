@@ -100,9 +100,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from evalkit.cli import baseline, cache, compare, history, importer, init, models, retrieval, run, validate
+    from evalkit.cli import baseline, cache, compare, history, importer, init, models, retrieval, run, team, validate
 
-    for module in (run, retrieval, validate, history, compare, models, init, baseline, cache, importer):
+    for module in (run, retrieval, validate, history, compare, models, init, baseline, cache, importer, team):
         for command in module.COMMANDS:
             cli.add_command(command)
 
