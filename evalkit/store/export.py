@@ -23,7 +23,6 @@ select r.set_id, x.run_id, x.item_index, x.item_id, x.repeat_index, x.passed, x.
        x.output_tokens, x.cached, x.yardstick, x.details, r.started_at
 from results x join runs r using (run_id)
 where r.kind = 'prompts' {since}
-order by r.set_id, r.started_at, x.run_id, x.item_index
 """
 RETRIEVAL = """
 select r.set_id, x.run_id, x.item_index, x.item_id as question_id, x.error,
@@ -32,8 +31,8 @@ select r.set_id, x.run_id, x.item_index, x.item_id as question_id, x.error,
        cast(x.details -> 'retrieved' as varchar[]) as retrieved, r.provider as retriever, r.started_at
 from results x join runs r using (run_id)
 where r.kind = 'retrieval' {since}
-order by r.set_id, r.started_at, x.run_id, x.item_index
 """
+EXPORT_MEMORY = "400MB"
 RUNS = "select * from runs where true {since} order by set_id, started_at, run_id"
 
 
@@ -42,6 +41,10 @@ def export_parquet(store: Store, folder: Path, since: date | None = None) -> dic
     condition = "and r.started_at >= $1" if since is not None else ""
     params: list[Any] = [since] if since is not None else []
     counts = {}
+    # COPY keeps each partition's row groups in memory; in order, and unbounded, a million result
+    # rows took the process to 1 GB: rows in any order, and DuckDB told to spill past a bound
+    store.con.execute("set preserve_insertion_order = false")
+    store.con.execute(f"set memory_limit = '{EXPORT_MEMORY}'")
     for table, query in (("runs", RUNS), ("results", RESULTS), ("retrieval", RETRIEVAL)):
         sql = query.format(since=condition.replace("r.", "") if table == "runs" else condition)
         counts[table] = _count(store, sql, params)
