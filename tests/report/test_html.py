@@ -45,20 +45,42 @@ def parsed(text: str) -> Elements:
     return elements
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One project for the tests that only read its reports (built once: six runs and a retrieval)."""
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli as group
+
+    def invoke(*args: str) -> Any:
+        return CliRunner().invoke(group, list(args), catch_exceptions=True)
+
+    folder = tmp_path_factory.mktemp("html-project")
+    with pytest.MonkeyPatch.context() as patch:
+        for var in ("EVALKIT_CONFIG", "EVALKIT_DB"):
+            patch.delenv(var, raising=False)
+        patch.chdir(folder)
+        made = make_project(folder, invoke)
+    return {
+        **made,
+        "args": ("--config", str(folder / "evalkit.yaml"), "--db", str(folder / ".evalkit" / "evalkit.duckdb")),
+    }
+
+
 @pytest.fixture
-def project(isolated: Path, cli: Any) -> dict[str, Any]:
-    return make_project(isolated, cli)
+def project(built: dict[str, Any], isolated: Path) -> dict[str, Any]:
+    return built
 
 
-def report(cli: Any, *args: str) -> str:
-    result = cli("report", "--html", "report.html", *args)
+def report(cli: Any, *args: str, of: dict[str, Any] | None = None) -> str:
+    result = cli("report", "--html", "report.html", *args, *(of["args"] if of else ()))
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("wrote report.html (")
     return Path("report.html").read_text(encoding="utf-8")
 
 
 def test_the_file_needs_nothing_from_outside(cli: Any, project: dict[str, Any]) -> None:
-    page = report(cli)
+    page = report(cli, of=project)
     elements = parsed(page)
     assert [t for t, a in elements.tags if t in ("link", "iframe", "object", "embed", "img", "base")] == []
     assert [a for t, a in elements.tags if a.get("src") or a.get("srcset")] == []
@@ -71,7 +93,7 @@ def test_the_file_needs_nothing_from_outside(cli: Any, project: dict[str, Any]) 
 
 
 def test_untrusted_text_is_shown_never_run(cli: Any, project: dict[str, Any]) -> None:
-    page = report(cli)
+    page = report(cli, of=project)
     elements = parsed(page)
     # nothing the data carries became an element: the only scripts are the page's three
     assert [t for t, _ in elements.tags].count("script") == 3
@@ -105,7 +127,7 @@ def test_the_pieces_of_untrusted_text_round_trip() -> None:
 
 
 def test_the_report_has_every_part(cli: Any, project: dict[str, Any]) -> None:
-    page = report(cli)
+    page = report(cli, of=project)
     assert page.count('class="set"') == 2  # the prompt set and the retrieval set
     assert project["regressed"] in page
     assert "Regressed" in page
@@ -129,15 +151,16 @@ def test_the_report_has_every_part(cli: Any, project: dict[str, Any]) -> None:
 
 
 def test_filters_narrow_the_report(cli: Any, project: dict[str, Any]) -> None:
-    page = report(cli, "html.demo", "--provider", "bad")
+    page = report(cli, "html.demo", "--provider", "bad", of=project)
     charts = json.loads(parsed(page).scripts[1])
     assert list(charts) == ["set-0"]
     assert len(charts["set-0"]["trend"]["labels"]) == 1
     assert project["bad"] in page
-    limited = json.loads(parsed(report(cli, "--limit", "2")).scripts[1])
+    limited = json.loads(parsed(report(cli, "--limit", "2", of=project)).scripts[1])
     assert len(limited["set-0"]["trend"]["labels"]) == 2
 
 
+@pytest.mark.slow  # a project of its own: several runs
 def test_answers_only_where_the_privacy_level_kept_them(isolated: Path, cli: Any) -> None:
     make_project(isolated, cli, runs=1, privacy="metadata")
     page = report(cli)
@@ -147,6 +170,7 @@ def test_answers_only_where_the_privacy_level_kept_them(isolated: Path, cli: Any
     assert "not kept (privacy metadata)" in page
 
 
+@pytest.mark.slow  # a project of its own: several runs
 def test_run_html_writes_the_runs_just_made(isolated: Path, cli: Any) -> None:
     made = make_project(isolated, cli, runs=1)
     result = cli("run", "set.yaml", "--html", "out/run.html", "--format", "json")
@@ -159,6 +183,7 @@ def test_run_html_writes_the_runs_just_made(isolated: Path, cli: Any) -> None:
     assert len(charts["set-0"]["trend"]["labels"]) == len(made["runs"]) + 1
 
 
+@pytest.mark.slow  # a project of its own: several runs
 def test_run_html_into_a_fresh_database_draws_the_run_alone(isolated: Path, cli: Any, write_file: Any) -> None:
     make_project(isolated, cli, runs=1)
     result = cli("run", "set.yaml", "--db", str(isolated / "fresh.duckdb"), "--html", "alone.html")
@@ -167,6 +192,7 @@ def test_run_html_into_a_fresh_database_draws_the_run_alone(isolated: Path, cli:
     assert len(charts["set-0"]["trend"]["labels"]) == 1
 
 
+@pytest.mark.slow  # a project of its own: several runs
 def test_an_unwritable_html_path_is_refused_before_anything_runs(isolated: Path, cli: Any) -> None:
     make_project(isolated, cli, runs=1)
     (isolated / "taken").mkdir()

@@ -71,6 +71,7 @@ def two_sources(isolated: Path, cli: Any, monkeypatch: pytest.MonkeyPatch) -> tu
     return db_of(first), db_of(second), ids
 
 
+@pytest.mark.slow  # several runs into several databases
 def test_merge_folds_every_run_once(cli: Any, two_sources: tuple[Path, Path, list[str]]) -> None:
     first, second, ids = two_sources
     result = cli("merge", str(first), str(second), "--format", "json")
@@ -90,6 +91,7 @@ def test_merge_folds_every_run_once(cli: Any, two_sources: tuple[Path, Path, lis
     assert doc["comparison"]["baseline_run_id"] == ids[2]
 
 
+@pytest.mark.slow  # several runs into several databases
 def test_a_conflicting_run_is_refused_and_nothing_is_written(
     cli: Any, two_sources: tuple[Path, Path, list[str]], isolated: Path
 ) -> None:
@@ -171,6 +173,7 @@ def test_an_old_schema_is_migrated_on_a_copy_not_on_the_source(cli: Any, isolate
     assert [(i["id"], i["passed"]) for i in shown["items"]] == [("a", True), ("b", False)]
 
 
+@pytest.mark.slow  # several runs into several databases
 def test_privacy_is_never_raised_by_a_merge(cli: Any, isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kept_none = isolated / "laptop"
     project(kept_none, privacy="none")
@@ -233,6 +236,7 @@ def history(isolated: Path, cli: Any, monkeypatch: pytest.MonkeyPatch) -> list[s
     return ids
 
 
+@pytest.mark.slow  # several runs into several databases
 def test_export_writes_three_tables_by_set_and_the_same_rows_twice(
     cli: Any, history: list[str], isolated: Path
 ) -> None:
@@ -258,6 +262,7 @@ def test_export_writes_three_tables_by_set_and_the_same_rows_twice(
     assert started == [("TIMESTAMP",)]
 
 
+@pytest.mark.slow  # several runs into several databases
 def test_export_since_writes_an_increment_beside_the_earlier_files(
     cli: Any, history: list[str], isolated: Path
 ) -> None:
@@ -279,6 +284,7 @@ def readme_queries() -> dict[str, str]:
     return {block.splitlines()[0].removeprefix("-- ").split(":")[0]: block for block in blocks}
 
 
+@pytest.mark.slow  # several runs into several databases
 def test_the_readme_queries_agree_with_evalkit(
     cli: Any, history: list[str], isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
