@@ -230,11 +230,31 @@ def html_report(
             entry["latest"] = latest
             baseline_id = (latest.get("comparison") or {}).get("baseline_run_id")
             entry["baseline"] = None
-            if store is not None and baseline_id and latest.get("kind") != "retrieval" and _stored(store, baseline_id):
-                entry["baseline"] = envelope(load_run(store, baseline_id)[0])
+            if baseline_id and latest.get("kind") != "retrieval":
+                if store is not None and _stored(store, baseline_id):
+                    entry["baseline"] = envelope(load_run(store, baseline_id)[0])
+                else:  # a fresh CI runner: the baseline is the committed file's entry
+                    entry["baseline"] = _baseline_from_file(config, entry["set_id"], baseline_id)
     models = [m.as_dict() for m in rank_models(config=config, db=db)] if store is not None else []
     source = str(db_path(config, db)) if store is not None else "the runs just made (no database)"
     return html.render(list(sets.values()), models, source=source)
+
+
+def _baseline_from_file(config: Config, set_id: str, run_id: str) -> dict[str, Any] | None:
+    """The baseline file's entry for ``run_id`` as an envelope the report can diff against: its
+    prompts' outcomes (the file keeps ids, pass fractions and scores, never texts)."""
+    from evalkit.baselines import baseline_files as read
+
+    for found in read(config, set_id):
+        for baseline in found.entries:
+            if baseline.run_id == run_id:
+                items = [
+                    {"id": pid, "passed": passed >= 1.0, "score": score,
+                     "reason": f"in {found.path.name}: {passed:.0%} of its samples passed"}
+                    for pid, (passed, score) in baseline.items.items()
+                ]  # fmt: skip
+                return {"run_id": run_id, "items": items}
+    return None
 
 
 def _stored(store: Any, run_id: str) -> bool:

@@ -188,8 +188,13 @@ def test_run_html_into_a_fresh_database_draws_the_run_alone(isolated: Path, cli:
     make_project(isolated, cli, runs=1)
     result = cli("run", "set.yaml", "--db", str(isolated / "fresh.duckdb"), "--html", "alone.html")
     assert result.exit_code == 0, result.stderr
-    charts = json.loads(parsed((isolated / "alone.html").read_text(encoding="utf-8")).scripts[1])
+    page = (isolated / "alone.html").read_text(encoding="utf-8")
+    charts = json.loads(parsed(page).scripts[1])
     assert len(charts["set-0"]["trend"]["labels"]) == 1
+    # a fresh runner's baseline is the committed file's entry: the diff is against its outcomes
+    diff = page.split('id="diff-set-0"', 1)[1].split("</table>", 1)[0]
+    assert 'class="flipped" data-id="p-flip"' in diff
+    assert "in html.demo.json: 100% of its samples passed" in diff
 
 
 @pytest.mark.slow  # a project of its own: several runs
