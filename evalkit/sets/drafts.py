@@ -282,7 +282,7 @@ class Drafter:
             if weight is None or (flagged and flagged_path(flagged, path)):
                 continue
             try:
-                compiled = self._check(spec, kind, value, value)
+                compiled = self._check(spec, kind, value)
             except AssertionValueError as exc:
                 issues.append(self.doc.issue(path, _value_message(exc, kind, where, value, value)))
                 continue
@@ -445,7 +445,7 @@ class Drafter:
         if templated(raw):
             return _Item(kind, raw, weight, path, spec, located, None)
         try:
-            compiled = self._check(spec, kind, raw, raw)
+            compiled = self._check(spec, kind, raw)
         except AssertionValueError as exc:
             issues.append(place.issue(path, _value_message(exc, kind, where, raw, raw)))
             return None
@@ -460,14 +460,14 @@ class Drafter:
             issues.append(place.issue((*item.path, *exc.path), self._described(exc, place, variables)))
             return None
         try:
-            compiled = self._check(item.spec, item.kind, value, item.raw)
+            compiled = self._check(item.spec, item.kind, value)
         except AssertionValueError as exc:
             where = item.path[2:]
             issues.append(place.issue(item.path, _value_message(exc, item.kind, where, value, item.raw)))
             return None
         return Assertion(item.kind, value, compiled, item.weight, item.where)
 
-    def _check(self, spec: AssertionType, kind: str, value: Any, raw: Any) -> Any:
+    def _check(self, spec: AssertionType, kind: str, value: Any) -> Any:
         """``spec.check(value)``, once per distinct value: equal values (strings, and mappings or
         lists written apart, one per prompt) are checked once for the whole set and share one
         checker, and a value without a template once however many rows use it."""

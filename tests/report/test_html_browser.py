@@ -10,7 +10,6 @@ it these tests are skipped on a workstation and fail in CI."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,7 +159,6 @@ def test_hostile_text_runs_nothing_and_breaks_nothing(page: Any) -> None:
 def test_screenshots_are_kept_for_a_person(page: Any) -> None:
     shot(page, "05-whole")
     assert (SHOTS / "05-whole.png").stat().st_size > 10_000
-    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists()
 
 
 def test_rows_past_the_first_hundred_are_there_when_asked_for(isolated: Path, cli: Any, browser: Any) -> None:

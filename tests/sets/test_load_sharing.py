@@ -40,9 +40,9 @@ def test_equal_mappings_written_apart_share_one_checker(isolated: Path) -> None:
     assert not grade_assertions(prompt_set.prompts[-1], '{"answer": 1}').passed
 
 
-def test_values_that_write_alike_but_differ_are_checked_each(cli: Any, isolated: Path) -> None:
+def test_a_key_that_is_not_a_string_is_refused_after_a_valid_twin(cli: Any, isolated: Path) -> None:
     """{"1": "a"} and {1: "a"} are the same JSON text, but only the first is a JSON value: the
-    second must still be refused, not served the first one's check."""
+    second is refused, at its own line."""
     text = (
         "id: alike\nname: Alike\nprompts:\n"
         "  - {id: a, prompt: Q, assertions: [{equals_json: {'1': a}}]}\n"
@@ -54,6 +54,23 @@ def test_values_that_write_alike_but_differ_are_checked_each(cli: Any, isolated:
     assert "set.yaml:5:" in result.stderr
     assert "equals_json: keys must be strings, got 1" in result.stderr
     assert "set.yaml:4:" not in result.stderr
+
+
+def test_values_that_write_alike_but_differ_are_checked_each() -> None:
+    """The shared check is keyed by the value's JSON text, then confirmed equal: a value from the
+    Python API with an int key is not served its string-keyed twin's checker."""
+    from evalkit.assertions import registry
+    from evalkit.assertions.registry import AssertionValueError
+    from evalkit.sets.drafts import Drafter
+    from evalkit.sets.yamldoc import Document
+
+    drafter = Drafter(Document("sets/set.yaml", {}, None), None)
+    spec = registry.get("equals_json")
+    assert spec is not None
+    first = drafter._check(spec, "equals_json", {"1": "a"})
+    assert drafter._check(spec, "equals_json", {"1": "a"}) is first  # an equal value: the same checker
+    with pytest.raises(AssertionValueError, match="keys are strings"):
+        drafter._check(spec, "equals_json", {1: "a"})
 
 
 def test_a_cost_assertion_is_located_without_composing_the_file(isolated: Path) -> None:

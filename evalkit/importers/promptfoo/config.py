@@ -172,7 +172,7 @@ def read_providers(value: Any, loc: Loc, base: Path, report: ImportReport) -> No
         entry = _entry(provider, report)
         if entry is None:
             continue
-        entry["id"] = _unique(entry["id"], used)
+        entry["id"] = unique_id(entry["id"], used)
         report.providers.append(entry)
         params.append(
             {k: provider.options.get("config", {})[k] for k in PARAMS if k in provider.options.get("config", {})}
@@ -260,7 +260,8 @@ def _instance_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:100] or "provider"
 
 
-def _unique(ident: str, used: set[str]) -> str:
+def unique_id(ident: str, used: set[str]) -> str:
+    """``ident``, or ``ident-2``, ``ident-3``... the first not in ``used`` (which then holds it)."""
     candidate, n = ident, 2
     while candidate in used:
         candidate, n = f"{ident}-{n}", n + 1

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.importers.promptfoo.asserts import Converted, NotConverted, Scope, convert
-from evalkit.importers.promptfoo.config import PromptSpec, prompt_allowed
+from evalkit.importers.promptfoo.config import PromptSpec, prompt_allowed, unique_id
 from evalkit.importers.promptfoo.render import Message, RenderProblem, prepare_vars, render_prompt
 from evalkit.importers.promptfoo.report import ImportReport
 from evalkit.importers.promptfoo.source import Loc, expand, file_reference
@@ -198,7 +198,7 @@ def _entry(
         report.add("not_converted", test.loc, "test", f"{hint}; evalkit needs one to grade")
         outcome.failed = True
         return None
-    entry: dict[str, Any] = {"id": _unique(_id(test, number), draft.ids), **turns}
+    entry: dict[str, Any] = {"id": unique_id(_id(test, number), draft.ids), **turns}
     if any("python" in _type(a.value if isinstance(a, Commented) else a) for a in assertions) and variables:
         entry["vars"] = dict(variables)
     entry["assertions"] = assertions
@@ -275,11 +275,3 @@ def _id(test: TestCase, number: int) -> str:
     description = test.data.get("description")
     base = slug(description) if isinstance(description, str) and slug(description) else test.default_id
     return f"{base}-{number}" if number else base
-
-
-def _unique(ident: str, used: set[str]) -> str:
-    candidate, n = ident, 2
-    while candidate in used:
-        candidate, n = f"{ident}-{n}", n + 1
-    used.add(candidate)
-    return candidate
