@@ -74,6 +74,7 @@ def two_sources(isolated: Path, cli: Any, monkeypatch: pytest.MonkeyPatch) -> tu
 @pytest.mark.slow  # several runs into several databases
 def test_merge_folds_every_run_once(cli: Any, two_sources: tuple[Path, Path, list[str]]) -> None:
     first, second, ids = two_sources
+    assert json.loads(cli("models", "--format", "json").stdout)["models"][0]["quality"] is None  # nothing here yet
     result = cli("merge", str(first), str(second), "--format", "json")
     assert result.exit_code == 0, result.stderr
     merged = json.loads(result.stdout)["merged"]
@@ -86,6 +87,9 @@ def test_merge_folds_every_run_once(cli: Any, two_sources: tuple[Path, Path, lis
     assert [i["response"] for i in shown["items"]] == ["yes", "no", "no"]  # the items came along
     compared = json.loads(cli("compare", ids[0], ids[1], "--format", "json").stdout)
     assert [f["id"] for f in compared["flips"]] == ["b"]
+    (ranked,) = json.loads(cli("models", "--format", "json").stdout)["models"]
+    assert (ranked["provider"], ranked["sets"]) == ("rec", 1)  # measured on the merged runs alone
+    assert ranked["quality"] is not None
     # the next run here compares with the newest merged run of its scope, as if made here
     doc = json.loads(cli("run", "set.yaml", "--format", "json").stdout)
     assert doc["comparison"]["baseline_run_id"] == ids[2]
