@@ -3,15 +3,40 @@ prompt and set. Read by the replay provider, and by ``evalkit validate`` when it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.errors import InputError, Issue, SetError
 from evalkit.jsonl import json_lines
+from evalkit.records import without_lone_surrogates
+
+Answer = tuple[str, str | None]  # (response, reported model)
 
 
-def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
-    """(set id or '', prompt id) -> (response, reported model). A file read before (checked when
-    the run was planned, then served) is read again only when it changed on disk."""
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """An answers file as read (only read from then on): each answer by prompt id, and by
+    (set id, prompt id) for those scoped to one set. Responses have lone surrogates as U+FFFD."""
+
+    unscoped: Mapping[str, Answer]
+    scoped: Mapping[tuple[str, str], Answer]
+
+    def get(self, set_id: str, item_id: str) -> Answer | None:
+        """The answer for prompt ``item_id`` of set ``set_id``: the set's own, else the unscoped one."""
+        if self.scoped:
+            answer = self.scoped.get((set_id, item_id))
+            if answer is not None:
+                return answer
+        return self.unscoped.get(item_id)
+
+    def __len__(self) -> int:
+        return len(self.unscoped) + len(self.scoped)
+
+
+def read_answers(path: Path) -> Answers:
+    """The answers file at ``path``. A file read before (checked when the run was planned, then
+    served) is read again only when it changed on disk."""
     try:
         stat = path.stat()
     except OSError:
@@ -21,14 +46,14 @@ def read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
         if _READ.get(key) is None:
             _READ.clear()  # one file kept: a process reads one or two answers files
             _READ[key] = _read_answers(path)
-        return dict(_READ[key])
+        return _READ[key]
     return _read_answers(path)
 
 
-_READ: dict[tuple[str, int, int], dict[tuple[str, str], tuple[str, str | None]]] = {}
+_READ: dict[tuple[str, int, int], Answers] = {}
 
 
-def _read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
+def _read_answers(path: Path) -> Answers:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -37,7 +62,8 @@ def _read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
         ) from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: the replay answers file is not UTF-8 text ({exc.reason}); re-encode it") from exc
-    records: dict[tuple[str, str], tuple[str, str | None]] = {}
+    unscoped: dict[str, Answer] = {}
+    scoped: dict[tuple[str, str], Answer] = {}
     first_line: dict[tuple[str, str], int] = {}
     for number, record, unreadable in json_lines(lines):
         if unreadable is not None:
@@ -71,8 +97,12 @@ def _read_answers(path: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
                 f"a second answer for prompt '{item_id}'{scope} (first at line {first_line[key]}); keep one",
             )
         first_line[key] = number
-        records[key] = (response, model or None)
-    return records
+        answer = (without_lone_surrogates(response), model or None)
+        if set_id:
+            scoped[key] = answer
+        else:
+            unscoped[item_id] = answer
+    return Answers(unscoped, scoped)
 
 
 def _json_type(value: object) -> str:

@@ -8,17 +8,57 @@ I/O; aggregates are derived properties so they can never disagree with the items
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 JsonValue = Any
 Params = Mapping[str, JsonValue]
 
+_R = TypeVar("_R")
+
+
+def quick_init(cls: type[_R]) -> type[_R]:
+    """``cls`` (a frozen, slotted dataclass) with an ``__init__`` that sets each field through its
+    slot's descriptor: about 3x faster than the generated one, which calls object.__setattr__
+    per field (a run builds several records per answer: at 100,000 answers that was a second).
+    Same parameters, defaults and factories; the record stays frozen."""
+    slots = getattr(cls, "__slots__", None)
+    params = getattr(cls, "__dataclass_params__", None)
+    if slots is None or params is None or not params.frozen or hasattr(cls, "__post_init__"):
+        raise TypeError(f"quick_init: {cls.__name__} is not a frozen, slotted dataclass without __post_init__")
+    namespace: dict[str, object] = {"_NO_VALUE": object()}
+    arguments: list[str] = []
+    body: list[str] = []
+    for index, spec in enumerate(fields(cls)):
+        if not spec.init or spec.kw_only:
+            raise TypeError(f"quick_init: {cls.__name__}.{spec.name} is keyword-only or not an argument")
+        name = spec.name
+        namespace[f"_set{index}"] = cls.__dict__[name].__set__
+        if spec.default is not MISSING:
+            namespace[f"_default{index}"] = spec.default
+            arguments.append(f"{name}=_default{index}")
+        elif spec.default_factory is not MISSING:
+            namespace[f"_factory{index}"] = spec.default_factory
+            arguments.append(f"{name}=_NO_VALUE")
+            body.append(f"    if {name} is _NO_VALUE: {name} = _factory{index}()")
+        else:
+            arguments.append(name)
+        body.append(f"    _set{index}(self, {name})")
+    source = f"def __init__(self, {', '.join(arguments)}):\n" + "\n".join(body or ["    pass"]) + "\n"
+    exec(compile(source, f"<quick_init {cls.__qualname__}>", "exec"), namespace)  # built from the field names alone
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+    init.__annotations__ = dict(cls.__init__.__annotations__)  # type: ignore[misc]
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
 GRADERS = ("deterministic", "decision")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Tolerances:
     """Allowed drops before a run counts as a regression; exact decimals in 0..1."""
@@ -51,6 +91,7 @@ def parse_tolerance(value: object) -> Decimal:
     return abs(number) if number.is_zero() else number
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Assertion:
     """One assertion of a prompt: its type, its value as written, its weight (0: recorded, not
@@ -63,6 +104,7 @@ class Assertion:
     where: object | None = field(default=None, compare=False)  # str() is file:line:col (worked out then)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Prompt:
     id: str
@@ -79,6 +121,7 @@ class Prompt:
     messages: tuple[Message, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Gate:
     """Absolute minimums a run must reach whatever its baseline (DESIGN 5.8); exact decimals."""
@@ -95,6 +138,7 @@ class Gate:
         return out
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PromptSet:
     id: str
@@ -119,6 +163,7 @@ class PromptSet:
         return {**self.params, **prompt.params} if prompt.params else self.params
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RetrievalTolerances:
     max_top1_drop: Decimal = Decimal("0.1")
@@ -128,6 +173,7 @@ class RetrievalTolerances:
         return {"max_top1_drop": float(self.max_top1_drop), "max_top3_drop": float(self.max_top3_drop)}
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Question:
     id: str
@@ -138,6 +184,7 @@ class Question:
     answer_gist: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class QuestionSet:
     id: str
@@ -154,6 +201,7 @@ class QuestionSet:
 AnySet = PromptSet | QuestionSet
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Message:
     role: str
@@ -165,6 +213,7 @@ class Message:
 RESERVED_PARAMS = ("model", "messages", "system", "stream")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CompletionRequest:
     """What a provider is asked: the messages, the alias to send and request parameters."""
@@ -181,9 +230,13 @@ class CompletionRequest:
 
     @property
     def system(self) -> str | None:
-        return next((m.content for m in self.messages if m.role == "system"), None)
+        for message in self.messages:
+            if message.role == "system":
+                return message.content
+        return None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ServingRecord:
     """Which model answered: instance id, alias actually sent, model the response reported."""
@@ -205,6 +258,12 @@ class ServingRecord:
             "model": self.model,
             "reported_model": self.reported_model,
         }
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with lone surrogates (a JSON string may escape them) as U+FFFD: they cannot be
+    stored or printed. ASCII text holds none: most answers skip the round trip."""
+    return text if text.isascii() else text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 # No model reads or writes this many tokens in one call: a larger count is a broken endpoint.
@@ -229,6 +288,7 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     input_tokens: int = 0
@@ -282,6 +342,7 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Completion:
     text: str
@@ -299,6 +360,7 @@ class Completion:
         return raw.get("finish_reason") == "length" or raw.get("stop_reason") == "max_tokens"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CallFacts:
     """What the grader may check of the call besides its text (latency_ms and cost assertions)."""
@@ -308,6 +370,7 @@ class CallFacts:
     model: str | None = None  # the reported model
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AssertionResult:
     type: str
@@ -322,6 +385,7 @@ class AssertionResult:
         return self.score if self.score is not None else (1.0 if self.passed else 0.0)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Grade:
     """A grader's verdict on one answer; ``yardstick`` names what measured it."""
@@ -335,6 +399,7 @@ class Grade:
     cached: bool = False  # the judge's answer came from the completion cache
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ItemResult:
     """One prompt's outcome: a grade, or an error when its call failed after retries."""
@@ -363,6 +428,7 @@ class ItemResult:
         return self.error is not None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PairedTest:
     """A paired comparison of two runs over the items present in both.
@@ -459,6 +525,7 @@ def _interval_text(interval: tuple[float, float], delta: float, scale: int, fmt:
     return "every paired item changed by the same amount: no interval"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Flips:
     """Prompts whose outcome changed against the baseline, by id (DESIGN 5.7)."""
@@ -481,6 +548,7 @@ class Flips:
         return cls(*(tuple(data.get(k) or ()) for k in ("regressed", "fixed", "added", "removed")))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class BaselineEntry:
     """One accepted baseline in a set's baseline file: a scope and what its run measured."""
@@ -505,6 +573,7 @@ class BaselineEntry:
         return (self.provider, self.model, self.reported_model, self.grader)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class BaselineFile:
     """A set's baseline file (``baselines/<set id>.json``), as read."""
@@ -518,6 +587,7 @@ class BaselineFile:
         return next((e for e in self.entries if e.scope == wanted), None)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """The verdict against the baseline."""
@@ -586,6 +656,7 @@ def shared_generator(serving: list[ServingRecord | None]) -> ServingRecord | Non
     return first if all(s == first for s in answered) else None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Aggregates:
     """A run's counts and rates; both rates are 0.0 for a run with no items."""
@@ -609,6 +680,7 @@ class Aggregates:
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """A prompt run: what ran, on which generator, each item, and the aggregates.
@@ -683,6 +755,7 @@ class RunResult:
         return self.totals.mean_score
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """What a retriever returns for one question: ranked ids and any provenance it declares."""
@@ -692,6 +765,7 @@ class Ranking:
     latency_ms: float = 0.0
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RetrievalItem:
     """One labelled question's outcome: hits, and the first three distinct ids retrieved."""
@@ -711,6 +785,7 @@ class RetrievalItem:
         return self.error is not None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RetrievalRunResult:
     """A retrieval run: rates, breakdowns, ranking metrics, provenance and fingerprints."""

@@ -33,7 +33,9 @@ from evalkit.records import (
     Prompt,
     PromptSet,
     RunResult,
+    ServingRecord,
     Tolerances,
+    without_lone_surrogates,
 )
 
 Progress = Callable[[ItemResult], None]
@@ -112,8 +114,7 @@ def clean_completion(completion: Completion) -> Completion:
     Implausible token counts are dropped (noted in ``usage.dropped``): they would make the run
     unstorable and its cost absurd."""
     text = completion.text
-    # ASCII text holds no surrogate: most answers skip the round trip
-    cleaned = text if text.isascii() else text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    cleaned = without_lone_surrogates(text)
     usage = completion.usage.checked()
     if cleaned == text and usage is completion.usage:
         return completion
@@ -138,8 +139,10 @@ class CachedProvider:
         return self.provider.adapter
 
     async def complete(self, request: CompletionRequest, repeat: int = 0) -> Completion:
-        if self.provider.adapter == "replay":  # answers by prompt id from a local file: nothing to cache
-            return clean_completion(await self.provider.complete(request))
+        if self.provider.adapter == "replay":
+            # answers by prompt id from a local file: nothing to cache, and nothing to clean (its
+            # texts were cleaned when the file was read; it reports no token counts)
+            return await self.provider.complete(request)
         key = cache_key(self.provider.instance_id, request, repeat, endpoint=self.endpoint)
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
@@ -163,6 +166,7 @@ class Caller:
     read_cache: bool
     _providers: dict[str, CachedProvider] = field(default_factory=dict)  # by instance, made on first use
     _prices: dict[str, Cost | None] = field(default_factory=dict)
+    replayed_facts: dict[int, tuple[ServingRecord, CallFacts]] = field(default_factory=dict)  # see call_facts
 
     def price(self, instance_id: str) -> Cost | None:
         """The instance's cost: configuration (looked up once)."""
@@ -274,7 +278,7 @@ async def run_one(
         )  # fmt: skip
     grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving, call_facts(caller, completion))
     reason = grade.reason
-    if completion.truncated and not grade.passed:  # else it reads as a wrong answer, not a short one
+    if not grade.passed and completion.truncated:  # else it reads as a wrong answer, not a short one
         reason += " (the answer was cut off at max_tokens; raise it in the set's params)"
     if completion.usage.dropped:
         reason += f" (implausible token counts from the endpoint not counted: {', '.join(completion.usage.dropped)})"
@@ -302,14 +306,25 @@ async def run_one(
 def call_facts(caller: Caller, completion: Completion) -> CallFacts:
     """The latency, priced cost (of the instance that answered) and reported model of a call."""
     serving = completion.serving
+    usage = completion.usage
+    replayed = (
+        completion.adapter == "replay" and serving is not None and not (usage.input_tokens or usage.output_tokens)
+    )
+    if replayed:  # every answer recorded for one model has the same facts: one record for them
+        known = caller.replayed_facts.get(id(serving))
+        if known is not None and known[0] is serving:
+            return known[1]
     cost = None
     if serving is not None:
         priced = caller.price(serving.provider)
         if priced is not None:
-            cost = priced.of(completion.usage.input_tokens, completion.usage.output_tokens)
+            cost = priced.of(usage.input_tokens, usage.output_tokens)
     # a recorded answer (replay) took no call: it has no latency to check
     latency = None if completion.adapter == "replay" else completion.latency_ms
-    return CallFacts(latency, cost, serving.reported_model if serving else None)
+    facts = CallFacts(latency, cost, serving.reported_model if serving else None)
+    if replayed:
+        caller.replayed_facts[id(serving)] = (serving, facts)  # the record kept: its id stays its own
+    return facts
 
 
 def stored_grader(grader_name: str, items: Sequence[ItemResult]) -> str:

@@ -233,3 +233,79 @@ def test_any_finite_float_outside_range_is_rejected(x: float) -> None:
         parse_tolerance(x)
     with pytest.raises(ValueError, match=r"0\.\.1"):
         parse_tolerance(repr(x))
+
+
+# --- quick_init: the records' __init__ ------------------------------------------------------------
+
+
+def test_quick_init_keeps_the_dataclass_contract() -> None:
+    import dataclasses
+    import inspect
+
+    from evalkit.records import Prompt, quick_init
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Generated:
+        a: int
+        b: str = "x"
+        c: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @quick_init
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Quick:
+        a: int
+        b: str = "x"
+        c: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    parameters = inspect.signature(Quick).parameters
+    assert list(parameters) == list(inspect.signature(Generated).parameters) == ["a", "b", "c"]
+    assert parameters["a"].default is inspect.Parameter.empty
+    assert parameters["b"].default == "x"
+    one, two = Quick(1), Quick(2, "y", {"k": 1})
+    assert (one.a, one.b, one.c) == (1, "x", {})
+    assert (two.a, two.b, two.c) == (2, "y", {"k": 1})
+    assert Quick(1).c is not one.c  # a factory runs per instance
+    assert Quick(1) == one
+    assert Quick(1, "x", {"k": 1}) != Quick(1, "x", {"k": 2})
+    assert Quick(a=3, b="z").b == "z"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.a = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Quick()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Quick(1, "x", {}, 4)  # type: ignore[call-arg]
+    assert dataclasses.replace(two, a=9) == Quick(9, "y", {"k": 1})
+    # the records use it: a Prompt built without params gets its own mapping, and stays frozen
+    assert Prompt("p", "q").params == {}
+    assert Prompt("p", "q").params is not Prompt("p", "q").params
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Prompt("p", "q").id = "other"  # type: ignore[misc]
+
+
+def test_quick_init_refuses_what_it_cannot_keep() -> None:
+    import dataclasses
+
+    from evalkit.records import quick_init
+
+    @dataclasses.dataclass(slots=True)
+    class Mutable:
+        a: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Unslotted:
+        a: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class WithPostInit:
+        a: int
+
+        def __post_init__(self) -> None:
+            pass
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class KeywordOnly:
+        a: int = dataclasses.field(kw_only=True)
+
+    for cls in (Mutable, Unslotted, WithPostInit, KeywordOnly):
+        with pytest.raises(TypeError, match="quick_init"):
+            quick_init(cls)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalkit.assertions.registry import AssertionValueError, Context, Outcome, Where, register
+from evalkit.assertions.registry import HELD, AssertionValueError, Context, Outcome, Where, register
 
 _NUMBER = {"type": "number", "minimum": 0}
 
@@ -28,7 +28,7 @@ def latency_ms(limit: float, response: str, context: Context) -> Outcome:
     if took is None:
         return Outcome(False, 0.0, "latency_ms: the answer has no recorded latency", undecided=True)
     if took <= limit:
-        return Outcome(True, 1.0)
+        return HELD
     return Outcome(False, 0.0, f"latency_ms: took {took:.0f} ms, more than {limit:g} ms")
 
 
@@ -38,7 +38,7 @@ def cost(limit: float, response: str, context: Context) -> Outcome:
         reason = "cost: the call has no priced cost (set cost: on the instance in evalkit.yaml)"
         return Outcome(False, 0.0, reason, undecided=True)
     if spent <= limit:
-        return Outcome(True, 1.0)
+        return HELD
     return Outcome(False, 0.0, f"cost: ${spent:.6f}, more than ${limit:g}")
 
 

@@ -19,10 +19,9 @@ from typing import Any
 
 from evalkit.assertions.compiling import compile_json_schema
 from evalkit.assertions.excerpt import excerpt
-from evalkit.assertions.registry import AssertionValueError, Context, Outcome, Where, register
+from evalkit.assertions.registry import HELD, AssertionValueError, Context, Outcome, Where, register
 from evalkit.assertions.text import WHITESPACE
 
-HELD = Outcome(True, 1.0)
 _FENCE = re.compile(r"```[ \t]*(?:json[ \t]*)?\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _OPENERS = re.compile(r"[\[{]")
 MAX_CANDIDATES = 64  # opening brackets tried before contains_json gives up
@@ -36,7 +35,12 @@ _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _strict_loads(text: str) -> Any:
-    return _decoder.decode(text)  # json.loads with parse_constant would build a decoder per call
+    """``text`` as one JSON value (what json.loads reads, NaN and Infinity refused). ``text`` is
+    trimmed of WHITESPACE, which holds JSON's whitespace: the value must span it whole."""
+    value, end = _decoder.raw_decode(text)  # decode() would look for whitespace at both ends first
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
 
 
 def _schema_check(value: Any, where: Where) -> Any:

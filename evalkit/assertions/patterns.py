@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalkit.assertions.compiling import CompiledRegex, compile_regex
-from evalkit.assertions.registry import AssertionValueError, Context, Outcome, Where, register
+from evalkit.assertions.registry import HELD, AssertionValueError, Context, Outcome, Where, register
 
 REGEX_TIMEOUT_S = 1.0
 
@@ -37,7 +37,7 @@ def search(compiled: CompiledRegex, response: str, context: Context) -> Outcome:
         reason = f"regex {compiled.source}: gave up after {REGEX_TIMEOUT_S:g} s (catastrophic backtracking?)"
         return Outcome(False, 0.0, reason, undecided=True)  # not_regex does not hold either
     if found is not None:
-        return Outcome(True, 1.0)
+        return HELD
     return Outcome(False, 0.0, f"regex {compiled.source}: no match")
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.records import quick_init
+
 NEGATION = "not_"
 
 
@@ -30,6 +32,7 @@ class AssertionValueError(ValueError):
     """The value of an assertion cannot be used; the message says why."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """One assertion's verdict on one response."""
@@ -40,6 +43,7 @@ class Outcome:
     undecided: bool = False  # no verdict: it fails, and so does its negation
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Where:
     """What a load-time check may need: the set file's folder (``python`` files are relative to it)."""
@@ -47,6 +51,7 @@ class Where:
     folder: Path
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Context:
     """What an evaluation may look at besides the response (``python`` functions get it as a dict)."""
@@ -72,10 +77,13 @@ class Context:
         }
 
 
+HELD = Outcome(True, 1.0)  # outcomes are only read: the usual one is shared
+
 Check = Callable[[Any, Where], Any]
 Evaluate = Callable[[Any, str, Context], Outcome]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AssertionType:
     name: str
@@ -138,7 +146,8 @@ def names() -> list[str]:
 
 def get(name: str) -> AssertionType | None:
     """The type ``name`` (``not_<name>`` derived from ``name``), or None when it is not registered."""
-    _ensure()
+    if not _LOADED:
+        _ensure()
     kind = _TYPES.get(name)
     if kind is not None:
         return kind
@@ -170,7 +179,7 @@ def _negation(positive: AssertionType) -> AssertionType:
             return Outcome(False, 0.0, f"{name}: {outcome.reason}", undecided=True)
         if outcome.passed:
             return Outcome(False, 1.0 - outcome.score, f"{name}: {_held(positive.name, compiled)}")
-        return Outcome(True, 1.0 - outcome.score)
+        return HELD if outcome.score == 0.0 else Outcome(True, 1.0 - outcome.score)
 
     kind = AssertionType(
         name,

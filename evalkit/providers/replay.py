@@ -22,11 +22,11 @@ class ReplayProvider:
             raise InputError(f"provider '{config.id}': the replay adapter needs path: (a JSONL answers file)")
         self.instance_id = config.id
         self.path = config.path
-        self.records = read_answers(config.path)
+        self.answers = read_answers(config.path)
         self._serving: dict[tuple[str, str | None], ServingRecord] = {}  # one record per alias and model
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        record = self.records.get((request.set_id, request.item_id)) or self.records.get(("", request.item_id))
+        record = self.answers.get(request.set_id, request.item_id)
         if record is None:
             raise ProviderError(
                 f"provider '{self.instance_id}': no recorded answer for '{request.item_id}' in {self.path}"

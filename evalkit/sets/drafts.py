@@ -289,7 +289,7 @@ class Drafter:
             located = None
             if spec.needs:  # checked against the instances when the run is planned
                 located = self.doc.locate(("prompts", index, "assertions", a_index))
-            built.append(Assertion(kind, value, compiled, weight, located))
+            built.append(Assertion(spec.name, value, compiled, weight, located))  # one str per type
         pid = raw.get("id")
         if listed in (None, []) and not (isinstance(reference, str) and reference.strip()):
             name = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
@@ -449,7 +449,7 @@ class Drafter:
         except AssertionValueError as exc:
             issues.append(place.issue(path, _value_message(exc, kind, where, raw, raw)))
             return None
-        return _Item(kind, raw, weight, path, spec, located, Assertion(kind, raw, compiled, weight, located))
+        return _Item(kind, raw, weight, path, spec, located, Assertion(spec.name, raw, compiled, weight, located))
 
     def _rendered(
         self, item: _Item, place: Place, variables: Mapping[str, Any], issues: list[Issue]
@@ -465,7 +465,7 @@ class Drafter:
             where = item.path[2:]
             issues.append(place.issue(item.path, _value_message(exc, item.kind, where, value, item.raw)))
             return None
-        return Assertion(item.kind, value, compiled, item.weight, item.where)
+        return Assertion(item.spec.name, value, compiled, item.weight, item.where)
 
     def _check(self, spec: AssertionType, kind: str, value: Any) -> Any:
         """``spec.check(value)``, once per distinct value: equal values (strings, and mappings or
