@@ -71,11 +71,16 @@ def parse_response(response: str, name: str) -> tuple[Any, Outcome | None]:
     """The trimmed response as strict JSON, or the failed outcome saying why it is not. The
     last response read is remembered: an answer checked by several JSON assertions is parsed
     once (the document is only read)."""
+    document, why = _read(response)
+    return (document, None) if why is None else (None, Outcome(False, 0.0, f"{name}: response is not JSON ({why})"))
+
+
+def _read(response: str) -> tuple[Any, str | None]:
+    """(document, why not) of the trimmed response, remembered for the last response read."""
     last = _LAST[0]
     if last[0] is not response:
         last = _LAST[0] = (response, *_parsed(response))
-    _, document, why = last
-    return (document, None) if why is None else (None, Outcome(False, 0.0, f"{name}: response is not JSON ({why})"))
+    return last[1], last[2]
 
 
 _LAST: list[tuple[str | None, Any, str | None]] = [(None, None, None)]  # (response, document, why not)
@@ -145,6 +150,13 @@ def equals_json(expected: Any, response: str, context: Context) -> Outcome:
 
 def find_json(text: str) -> tuple[bool, Any]:
     """(found, value): the first fenced block that parses, else the first whole object or array."""
+    if "```" not in text and text.lstrip(WHITESPACE)[:1] in ("{", "["):
+        # no fence, and the text starts as an object or array: when the whole text is one, it is
+        # the first that parses (the response's parse, shared with the other JSON assertions;
+        # tests/assertions/test_vocabulary_properties.py checks it against the plain scan)
+        document, why = _read(text)
+        if why is None and isinstance(document, dict | list):
+            return True, document
     for block in _FENCE.finditer(text):
         try:
             return True, _strict_loads(block.group(1).strip(WHITESPACE))

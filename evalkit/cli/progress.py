@@ -6,8 +6,8 @@ log) a redrawn bar is noise, so the plain reporter prints lines instead (DESIGN 
 each time the count reaches a tenth of the set's total, and at least every ``interval`` seconds
 while the set runs, so a slow endpoint still shows the job is alive.
 
-Items finish on the event loop's thread; the time-based lines come from a daemon timer thread.
-One lock covers the counters and the writes. The clock and the interval are constructor
+Items finish on the event loop's thread, which alone counts them; the time-based lines come
+from a daemon timer thread, which only reads the counts. One lock orders the writes. The clock and the interval are constructor
 arguments, and ``tick()`` is what the timer calls, so tests drive time without sleeping.
 """
 
@@ -80,12 +80,15 @@ class PlainProgress:
             self._write(f"Running {prompt_set.id}: {plural(len(prompt_set.prompts), 'prompt')}")
 
     def on_item(self, item: ItemResult) -> None:
-        with self._lock:
-            if not self._running():
-                return
-            self._done += 1
-            self._errors += item.errored
-            if self._done in self._steps:
+        # Items finish on the event loop's thread, the one writer of the counts (the timer only
+        # reads them): they are counted without the lock, which is taken only to write a line.
+        if self._set_id is None or self._done >= self._total:
+            return
+        self._done += 1
+        if item.error is not None:
+            self._errors += 1
+        if self._done in self._steps:
+            with self._lock:
                 self._report()
 
     def tick(self) -> float:

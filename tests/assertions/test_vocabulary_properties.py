@@ -8,6 +8,7 @@ A misspelt type name is never answered with its opposite."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from fractions import Fraction
 from pathlib import Path
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from evalkit.assertions import registry
-from evalkit.assertions.jsondoc import json_equal
+from evalkit.assertions.jsondoc import MAX_CANDIDATES, find_json, json_equal
 from evalkit.assertions.registry import Context
 from evalkit.assertions.text import WHITESPACE, distance_within
 from evalkit.graders.deterministic import check, grade_assertions
@@ -289,6 +290,48 @@ def test_equals_json_compares_numbers_by_value_but_never_booleans_with_numbers(n
     assert not holds("equals_json", True, json.dumps(number))
     assert not holds("equals_json", number, "false" if number == 0 else "true")
     assert not holds("equals_json", str(number), json.dumps(number))
+
+
+# --- contains_json finds what a plain scan finds -------------------------------------------------
+
+
+def scanned_json(text: str) -> tuple[bool, Any]:
+    """The documented search, step by step: the first fenced block that parses, else the first
+    ``{`` or ``[`` from which a whole object or array parses (at most MAX_CANDIDATES tried)."""
+    for block in re.finditer(r"```[ \t]*(?:json[ \t]*)?\r?\n(.*?)```", text, re.DOTALL | re.IGNORECASE):
+        try:
+            return True, json.loads(block.group(1).strip(WHITESPACE), parse_constant=_refuse)
+        except (ValueError, RecursionError):
+            continue
+    decoder = json.JSONDecoder(parse_constant=_refuse)
+    for tried, opener in enumerate(re.finditer(r"[\[{]", text)):
+        if tried >= MAX_CANDIDATES:
+            break
+        try:
+            return True, decoder.raw_decode(text, opener.start())[0]
+        except (ValueError, RecursionError):
+            continue
+    return False, None
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(name)
+
+
+PIECES = st.one_of(
+    JSON_VALUES.map(json.dumps),
+    st.sampled_from([" ", "\n", "\t", "\0", "prose ", "{", "[", "}", "]", "NaN", "```", "```json\n", ":", ","]),
+)
+
+
+@PROPERTIES
+@given(pieces=st.lists(PIECES, max_size=6))
+def test_contains_json_finds_what_the_plain_scan_finds(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    found, value = find_json(text)
+    expected_found, expected = scanned_json(text)
+    assert found is expected_found
+    assert json_equal(value, expected) if found else value is None
 
 
 # --- the weighted score ---------------------------------------------------------------------------
