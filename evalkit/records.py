@@ -31,7 +31,7 @@ def quick_init(cls: type[_R]) -> type[_R]:
     namespace: dict[str, object] = {"_NO_VALUE": object()}
     arguments: list[str] = []
     body: list[str] = []
-    for index, spec in enumerate(fields(cls)):
+    for index, spec in enumerate(fields(cls)):  # type: ignore[arg-type]  # a dataclass: checked above
         if not spec.init or spec.kw_only:
             raise TypeError(f"quick_init: {cls.__name__}.{spec.name} is keyword-only or not an argument")
         name = spec.name
@@ -48,10 +48,10 @@ def quick_init(cls: type[_R]) -> type[_R]:
         body.append(f"    _set{index}(self, {name})")
     source = f"def __init__(self, {', '.join(arguments)}):\n" + "\n".join(body or ["    pass"]) + "\n"
     exec(compile(source, f"<quick_init {cls.__qualname__}>", "exec"), namespace)  # built from the field names alone
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
-    init.__annotations__ = dict(cls.__init__.__annotations__)  # type: ignore[misc]
-    cls.__init__ = init  # type: ignore[misc]
+    init: Any = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = dict(cls.__init__.__annotations__)
+    setattr(cls, "__init__", init)  # noqa: B010 - mypy refuses assigning a method
     return cls
 
 

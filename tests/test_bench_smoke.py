@@ -68,3 +68,10 @@ def test_html_bench_smoke() -> None:
     out = run("bench/bench_html.py", "--runs", "2", "--prompts", "20")
     assert '"file_mb"' in out
     assert '"load_event_ms_median"' in out
+
+
+@pytest.mark.slow
+def test_grading_ops_bench_smoke() -> None:
+    out = run("bench/bench_grading_ops.py", "--n", "48", "--top", "5")
+    assert "Python opcodes" in out
+    assert "`grade_assertions (deterministic.py)`" in out
