@@ -33,6 +33,7 @@ def accepted_ids(db: Path) -> list[str]:
         con.close()
 
 
+@pytest.mark.slow
 def test_accept_writes_a_stable_file_that_gates_a_fresh_database(
     cli, project: FakeServer, isolated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +92,7 @@ def test_database_baseline_says_its_source_and_flips(cli, project: FakeServer) -
     assert doc["comparison"]["flips"] == {"regressed": ["q4"], "fixed": ["q3"], "added": [], "removed": []}
 
 
+@pytest.mark.slow
 def test_table_lists_flips_and_gate_failures(cli, project: FakeServer) -> None:
     run_json(cli)
     project.wrong = {1, 2}
@@ -120,6 +122,7 @@ def test_no_ratchet_a_regressed_run_is_not_the_next_baseline(cli, project: FakeS
     assert after["comparison"]["baseline_run_id"] == bad["run_id"]
 
 
+@pytest.mark.slow
 def test_baselines_option_overrides_the_folder(cli, project: FakeServer, isolated: Path, tmp_path: Path) -> None:
     run_json(cli)
     assert cli("baseline", "accept", "--baselines", "elsewhere").exit_code == 0
@@ -137,6 +140,7 @@ def test_baselines_option_overrides_the_folder(cli, project: FakeServer, isolate
     assert "100.0% (10/10)" in table.stdout
 
 
+@pytest.mark.slow
 def test_baselines_key_in_config(cli, project: FakeServer, isolated: Path) -> None:
     config = isolated / "evalkit.yaml"
     config.write_text(config.read_text() + "baselines: ci/accepted\n")
@@ -154,6 +158,7 @@ def test_a_second_scope_is_added_sorted(cli, project: FakeServer, isolated: Path
     assert providers == ["fake", "fake2"]
 
 
+@pytest.mark.slow
 def test_accept_refuses_a_run_that_cannot_be_a_baseline(
     cli, project: FakeServer, isolated: Path, tmp_path: Path
 ) -> None:
@@ -300,6 +305,7 @@ def test_markdown_names_scope_verdict_flips_gate_and_failures(cli, project: Fake
     assert (suite.get("tests"), suite.get("failures")) == ("11", "3")
 
 
+@pytest.mark.slow
 def test_changed_set_says_which_prompts_were_added_or_removed(cli, project: FakeServer, isolated: Path) -> None:
     run_json(cli)
     lines = TEN.splitlines()

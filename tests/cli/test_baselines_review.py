@@ -53,6 +53,7 @@ def test_a_repeated_baseline_judges_alike_from_the_file_and_from_the_database(
     assert from_file["comparison"]["paired_test"] == from_db["comparison"]["paired_test"]
 
 
+@pytest.mark.slow
 def test_a_hand_edited_mean_score_is_exit_2(cli, project: FakeServer, isolated: Path) -> None:
     run_json(cli)
     assert cli("baseline", "accept").exit_code == 0
@@ -114,6 +115,7 @@ def test_a_baseline_file_for_another_scope_does_not_let_a_worse_run_pass(
     assert (doc["comparison"]["baseline_source"], doc["comparison"]["baseline_run_id"]) == ("db", first)
 
 
+@pytest.mark.slow
 def test_default_accept_passes_over_a_scope_whose_latest_run_cannot_be_a_baseline(
     cli, project: FakeServer, isolated: Path
 ) -> None:

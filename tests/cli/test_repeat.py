@@ -252,6 +252,7 @@ def test_a_significant_drop_fails_the_gate(cli: Any, gate_project: FakeServer) -
     assert doc["gate"]["failures"] == [f"regression against the baseline (run {comparison['baseline_run_id']})"]
 
 
+@pytest.mark.slow
 def test_significance_in_the_table(cli: Any, gate_project: FakeServer) -> None:
     gate_project.wrong = {0, 1, 2}  # type: ignore[attr-defined]
     assert gate_run(cli, *STRICT)[0].exit_code == 0

@@ -18,6 +18,7 @@ from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, ope
 CASES = REPO / "tests" / "data" / "promptfoo"
 
 
+@pytest.mark.slow
 def test_cost_and_latency_verdicts_against_a_priced_server(
     isolated: Path, cli: Any, write_file: Any, fake_llm: FakeServer
 ) -> None:

@@ -30,6 +30,7 @@ name_part = st.sampled_from(NAMES).map(lambda n: "{{ " + n + " }}")
 trimmed_part = st.sampled_from(NAMES).map(lambda n: "{{- " + n + " -}}")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(text_part, name_part, trimmed_part), max_size=6))
 def test_rendering_equals_the_sandboxed_environment(parts: list[str]) -> None:
