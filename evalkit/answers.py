@@ -30,9 +30,6 @@ class Answers:
                 return answer
         return self.unscoped.get(item_id)
 
-    def __len__(self) -> int:
-        return len(self.unscoped) + len(self.scoped)
-
 
 def read_answers(path: Path) -> Answers:
     """The answers file at ``path``. A file read before (checked when the run was planned, then

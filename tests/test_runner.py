@@ -393,3 +393,23 @@ def test_cache_key_covers_instance_alias_messages_and_params() -> None:
     assert cache_key("inst", base, repeat=1) != key
     # the ids of the item and set are not part of what was asked
     assert cache_key("inst", CompletionRequest(base.messages, "alias", base.params, item_id="x", set_id="y")) == key
+
+
+def test_replayed_call_facts_are_those_of_each_answer_s_own_serving_record() -> None:
+    from evalkit.config import Cost, ProviderConfig
+    from evalkit.providers import ProviderPool
+    from evalkit.records import Completion, Usage
+    from evalkit.runner import Caller, call_facts
+
+    priced = ProviderConfig(id="rec", adapter="replay", cost=Cost(input_per_mtok=1, output_per_mtok=2))
+    caller = Caller(ProviderPool(lambda _: priced), None, True)
+    first, second = ServingRecord("rec", "replay", "model-a"), ServingRecord("rec", "replay", "model-b")
+    facts_a = call_facts(caller, Completion("x", first, adapter="replay"))
+    facts_b = call_facts(caller, Completion("y", second, adapter="replay"))
+    assert (facts_a.latency_ms, facts_a.cost, facts_a.model) == (None, 0.0, "model-a")
+    assert (facts_b.latency_ms, facts_b.cost, facts_b.model) == (None, 0.0, "model-b")
+    assert call_facts(caller, Completion("z", first, adapter="replay")) is facts_a  # one record per serving record
+    # an answer with token counts is priced on its own, never from the shared record
+    counted = call_facts(caller, Completion("w", first, usage=Usage(1_000_000, 0), adapter="replay"))
+    assert counted.cost == 1.0
+    assert call_facts(caller, Completion("v", first, adapter="replay")) is facts_a
