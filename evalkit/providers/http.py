@@ -6,13 +6,14 @@ per CA bundle for the process, faults mapped to evalkit errors (DESIGN 10).
 - a redirect, a body over ``max_response_mb``, other 4xx, a malformed JSON body -> ``ProviderError``
   (this item fails)
 
-httpx does the wire: connections, URL encoding, decompression, proxies from the environment
+httpx does the wire: connections, URL encoding, proxies from the environment
 (``trust_env``: HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY) or from ``proxy:``. A direct
 endpoint's client gets a transport of one-connection lanes (see ``_lanes``: httpx's pool costs
 more CPU than the request on a fast endpoint); through a proxy, httpx's own pool and routing.
 evalkit keeps on top: the whole-call ``timeout_s`` (an asyncio timeout around sending and reading
 the body, so a server trickling a byte at a time cannot hold a call), the size bound counted on
-the decoded bytes as they are read (a gzip bomb stops at the limit), redirects never followed (no
+the raw bytes and on every decoded Content-Encoding layer as they are read (``decoding``: a gzip
+bomb, nested or not, stops at the limit), redirects never followed (no
 credential ever goes to another host), Retry-After holding off every call to the endpoint.
 
 Error texts never carry the API key or a proxy's credentials: any secret the client knows is
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.config import ProviderConfig
 from evalkit.errors import InputError, ProviderError, ProviderRefused
+from evalkit.providers.decoding import DECODED, BoundedDecoder, TooLarge, Undecodable
 from evalkit.providers.retry import RetryPolicy, TransientError, is_retryable_status, parse_retry_after
 from evalkit.urls import Endpoint, redacted, userinfo_secrets
 
@@ -81,7 +83,9 @@ class JsonClient:
             check_url(proxy, f"{name}: proxy", userinfo=True)
         self._base_url = base_url
         # a value's surrounding whitespace is not part of it (RFC 9110 5.5): a pasted newline goes
-        self._headers = {"Content-Type": "application/json"} | {k: v.strip() for k, v in (headers or {}).items()}
+        self._headers = {"Content-Type": "application/json", "Accept-Encoding": ", ".join(DECODED)} | {
+            k: v.strip() for k, v in (headers or {}).items()
+        }
         self._timeout_s = timeout_s
         self._max_connections = max(1, max_connections)
         self._max_bytes = int(max_response_mb * MB)
@@ -164,11 +168,10 @@ class JsonClient:
             # timeout_s bounds the whole call, reading and decoding the body included: httpx's
             # timeouts bound each read, so a server trickling its answer would hold the call
             async with asyncio.timeout(self._timeout_s):
-                status, headers, body = await self._exchange(client, url, content)
+                deadline = time.monotonic() + self._timeout_s
+                status, headers, body = await self._exchange(client, url, content, deadline)
         except (httpx.TimeoutException, TimeoutError):
             raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
-        except httpx.DecodingError:
-            raise ProviderError(f"{self.name}: malformed JSON in the response body (HTTP 200)") from None
         except (httpx.NetworkError, httpx.ProtocolError, httpx.ProxyError) as exc:
             raise TransientError(
                 f"{self.name}: connection error ({type(exc).__name__}: {self.mask(str(exc))})"
@@ -187,7 +190,9 @@ class JsonClient:
         secrets = self._answer_secrets
         return (mask_strings(decoded, secrets) if secrets else decoded), latency_ms
 
-    async def _exchange(self, client: httpx.AsyncClient, url: httpx.URL, content: bytes) -> tuple[int, Any, bytes]:
+    async def _exchange(
+        self, client: httpx.AsyncClient, url: httpx.URL, content: bytes, deadline: float
+    ) -> tuple[int, Any, bytes]:
         """Status, headers and the decoded body, read in chunks and no further than the limit."""
         async with client.stream("POST", url, content=content) as response:
             status = response.status_code
@@ -197,17 +202,29 @@ class JsonClient:
                     f"{self.name}: HTTP {status} redirect to {location}; an API endpoint does not redirect "
                     "(redirects are not followed): fix the URL in evalkit.yaml"
                 )
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():  # decoded (gzip, deflate, br, zstd) as read
-                size += len(chunk)
-                if size > self._max_bytes:
-                    raise ProviderError(
-                        f"{self.name}: the response is larger than max_response_mb ({self._max_response_mb:g} MB), "
-                        "read no further; raise max_response_mb in evalkit.yaml if it is expected"
-                    )
-                chunks.append(chunk)
-            return status, response.headers, b"".join(chunks)
+            return status, response.headers, await self._read(response, deadline)
+
+    async def _read(self, response: httpx.Response, deadline: float) -> bytes:
+        """The body, its Content-Encoding layers decoded in bounded steps (see ``decoding``): the
+        raw bytes and every layer count against max_response_mb, and decoding stops at the call's
+        deadline even when the bytes arrive faster than the event loop would notice the timeout."""
+        try:
+            decoder = BoundedDecoder(response.headers.get("content-encoding", ""), self._max_bytes)
+            async for chunk in response.aiter_raw():
+                decoder.feed(chunk)
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+        except TooLarge:
+            raise ProviderError(
+                f"{self.name}: the response is larger than max_response_mb ({self._max_response_mb:g} MB), "
+                "read no further; raise max_response_mb in evalkit.yaml if it is expected"
+            ) from None
+        except Undecodable as exc:
+            raise ProviderError(
+                f"{self.name}: malformed JSON in the response body (HTTP {response.status_code}): "
+                f"cannot decode it ({exc})"
+            ) from None
+        return decoder.body()
 
     def _raise_status(self, status: int, headers: Any, body: bytes) -> None:
         detail = self.mask(_error_detail(body))

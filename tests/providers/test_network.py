@@ -9,6 +9,8 @@ import json
 import socket
 import ssl
 import subprocess
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from tests.proxyserver import ProxiedRequest, ProxyServer
 NAME = "provider 'fake'"
 PAYLOAD = {"model": "fake-alias", "messages": [{"role": "user", "content": "hello"}]}
 PASSWORD = "pr0xy-S3CRET-pw"
+MB = 1024 * 1024
 
 ONE_PROMPT = """
 id: net.demo
@@ -261,6 +264,51 @@ def test_a_gzip_bomb_is_stopped_at_its_inflated_size(fake_llm: FakeServer) -> No
     fake_llm.enqueue(Reply(body=bomb, headers={"Content-Encoding": "gzip"}))
     with pytest.raises(ProviderError, match=r"larger than max_response_mb \(1 MB\)"):
         post(fake_llm.url, max_response_mb=1)
+
+
+def gzipped(pieces: Iterator[bytes]) -> bytes:
+    """One gzip member of ``pieces``, compressed as they come (a bomb is never held whole)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    return b"".join(packer.compress(piece) for piece in pieces) + packer.flush()
+
+
+def test_a_nested_gzip_bomb_is_stopped_before_any_layer_inflates_past_the_limit(fake_llm: FakeServer) -> None:
+    inner = gzipped(b"0" * MB for _ in range(64))  # 64 MB of zeros: ~64 KB
+    bomb = gzipped(iter([inner]))
+    assert len(bomb) < 4096
+    fake_llm.enqueue(Reply(body=bomb, headers={"Content-Encoding": "gzip, gzip"}))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProviderError, match=r"larger than max_response_mb \(1 MB\)"):
+            post(fake_llm.url, max_response_mb=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MB  # the limit and a step or two, not the 64 MB the layers would inflate to
+
+
+def test_every_content_encoding_layer_counts_against_the_limit(fake_llm: FakeServer) -> None:
+    # the outer layer inflates to 2 MB of empty gzip members after a small answer: the answer
+    # itself is small, the layer is not
+    empty = gzip.compress(b"")
+    inner = gzip.compress(b'{"ok": true}') + empty * (2 * MB // len(empty))
+    fake_llm.enqueue(Reply(body=gzipped(iter([inner])), headers={"Content-Encoding": "gzip, gzip"}))
+    with pytest.raises(ProviderError, match=r"larger than max_response_mb \(1 MB\)"):
+        post(fake_llm.url, max_response_mb=1)
+
+
+def test_two_layers_under_the_limit_are_both_decoded(fake_llm: FakeServer) -> None:
+    body = gzip.compress(zlib.compress(b'{"ok": true}'))
+    fake_llm.enqueue(Reply(body=body, headers={"Content-Encoding": "deflate, gzip"}))
+    assert post(fake_llm.url, max_response_mb=1) == {"ok": True}
+
+
+@pytest.mark.parametrize("encoding", ["br", "gzip, " * 6 + "gzip"])
+def test_an_encoding_evalkit_does_not_decode_is_an_item_error(fake_llm: FakeServer, encoding: str) -> None:
+    fake_llm.enqueue(Reply(body=b'{"ok": true}', headers={"Content-Encoding": encoding}))
+    with pytest.raises(ProviderError, match=r"cannot decode it") as caught:
+        post(fake_llm.url)
+    assert not isinstance(caught.value, TransientError)
 
 
 def test_a_body_under_the_limit_is_read(fake_llm: FakeServer) -> None:
