@@ -4,6 +4,7 @@ refusals, malformed answers and failing commands (question errors: exit 3, JSON 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import socket
 import sys
@@ -409,6 +410,24 @@ def test_hanging_command_times_out_into_a_question_error(cli: Any, write_file: A
     assert result.doc["items"][0]["error"] == (
         "retriever 'slow': timed out after 0.3 s; the command and its children were ended"
     )
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+@pytest.mark.timeout(60)
+def test_a_timed_out_command_ends_a_child_that_called_setsid(cli: Any, write_file: Any, isolated: Path) -> None:
+    # the child leaves the command's session, then the command exits: the child holds the output
+    os.mkfifo(isolated / "ready")  # the command ends only once the child is in its own session
+    script = "#!/bin/sh\nsetsid sh -c 'echo $$ > ready; exec sleep 600' &\nread pid < ready\necho $pid > child.pid\n"
+    write_file("search.sh", script).chmod(0o755)
+    write_file("evalkit.yaml", "retrievers: [{id: mine, kind: command, command: ./search.sh, timeout_s: 0.5}]\n")
+    write_file("sets/one.yaml", ONE_QUESTION)
+    result = run(cli, "sets/one.yaml", retriever="mine")
+    assert result.exit_code == 3
+    assert result.doc["items"][0]["error"] == (
+        "retriever 'mine': timed out after 0.5 s; the command and its children were ended"
+    )
+    stat = Path("/proc") / (isolated / "child.pid").read_text().strip() / "stat"
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")  # gone, or a zombie
 
 
 def test_command_without_declared_corpus_revision_is_unknown(cli: Any, write_file: Any) -> None:
