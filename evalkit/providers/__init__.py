@@ -72,12 +72,14 @@ def _local(config: ProviderConfig) -> Provider:
 
 
 def _check_http(config: ProviderConfig) -> None:
-    from evalkit.providers.http import check_url
+    from evalkit.providers.http import check_proxy, check_url
     from evalkit.providers.openai import api_key
 
     api_key(config)
     if config.base_url:
         check_url(config.base_url, f"provider '{config.id}': base_url")
+    default = OPENAI_DEFAULT_URL if config.adapter == "openai" else ANTHROPIC_DEFAULT_URL
+    check_proxy(config, config.base_url or default)  # the environment's, for this endpoint
 
 
 def _check_replay(config: ProviderConfig) -> None:

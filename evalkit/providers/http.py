@@ -6,10 +6,11 @@ per CA bundle for the process, faults mapped to evalkit errors (DESIGN 10).
 - a redirect, a body over ``max_response_mb``, other 4xx, a malformed JSON body -> ``ProviderError``
   (this item fails)
 
-httpx does the wire: connections, URL encoding, proxies from the environment
-(``trust_env``: HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY) or from ``proxy:``. A direct
-endpoint's client gets a transport of one-connection lanes (see ``_lanes``: httpx's pool costs
-more CPU than the request on a fast endpoint); through a proxy, httpx's own pool and routing.
+httpx does the wire: connections, URL encoding, the proxy (``proxy:``, else the environment's
+HTTPS_PROXY, HTTP_PROXY, ALL_PROXY unless NO_PROXY exempts the endpoint, CIDR ranges included:
+chosen per client in ``evalkit.proxies``, as curl chooses it, and named in connection errors). A
+direct endpoint's client gets a transport of one-connection lanes (see ``_lanes``: httpx's pool
+costs more CPU than the request on a fast endpoint); through a proxy, httpx's own pool.
 evalkit keeps on top: the whole-call ``timeout_s`` (an asyncio timeout around sending and reading
 the body, so a server trickling a byte at a time cannot hold a call), the size bound counted on
 the raw bytes and on every decoded Content-Encoding layer as they are read (``decoding``: a gzip
@@ -37,6 +38,7 @@ from evalkit.config import ProviderConfig
 from evalkit.errors import InputError, ProviderError, ProviderRefused
 from evalkit.providers.decoding import DECODED, BoundedDecoder, TooLarge, Undecodable
 from evalkit.providers.retry import RetryPolicy, TransientError, is_retryable_status, parse_retry_after
+from evalkit.proxies import Proxy, environment_proxy
 from evalkit.urls import Endpoint, redacted, userinfo_secrets
 
 if TYPE_CHECKING:
@@ -76,11 +78,15 @@ class JsonClient:
         self.key_env = key_env
         self._hints = dict(hints or {})
         self._retry = retry or RetryPolicy(max_retries=0)
-        self._secrets = tuple(s for s in (*secrets, *userinfo_secrets(proxy)) if s)
-        self._answer_secrets = [s for s in secrets if s and len(s) >= MIN_MASKED_IN_ANSWERS]
         check_url(base_url, name)
         if proxy is not None:
             check_url(proxy, f"{name}: proxy", userinfo=True)
+        # the one proxy every call of this client goes through (its URL is the endpoint's): the
+        # configured one, else the environment's unless NO_PROXY exempts the host (evalkit.proxies)
+        self._proxy = Proxy(proxy) if proxy is not None else _environment_proxy(name, base_url) if trust_env else None
+        through = self._proxy.url if self._proxy is not None else None
+        self._secrets = tuple(s for s in (*secrets, *userinfo_secrets(through)) if s)
+        self._answer_secrets = [s for s in secrets if s and len(s) >= MIN_MASKED_IN_ANSWERS]
         self._base_url = base_url
         # a value's surrounding whitespace is not part of it (RFC 9110 5.5): a pasted newline goes
         self._headers = {"Content-Type": "application/json", "Accept-Encoding": ", ".join(DECODED)} | {
@@ -90,9 +96,7 @@ class JsonClient:
         self._max_connections = max(1, max_connections)
         self._max_bytes = int(max_response_mb * MB)
         self._max_response_mb = max_response_mb
-        self._proxy = proxy
         self._ca_bundle = ca_bundle
-        self._trust_env = trust_env
         self._client: httpx.AsyncClient | None = None
         self._urls: dict[str, httpx.URL] = {}
         self._resume_at = 0.0  # time.monotonic() before which no request is sent (Retry-After)
@@ -105,7 +109,7 @@ class JsonClient:
             limits = httpx.Limits(
                 max_connections=self._max_connections, max_keepalive_connections=self._max_connections
             )
-            proxied = self._proxy is not None or (self._trust_env and _env_proxied())
+            proxy = self._proxy.url if self._proxy is not None else None
             self._client = httpx.AsyncClient(
                 headers=self._headers,
                 # connecting (TCP and TLS) times out inside httpx before the whole call does: a
@@ -113,12 +117,11 @@ class JsonClient:
                 timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s / 2, 10.0)),
                 limits=limits,
                 verify=verify,
-                proxy=self._proxy,
-                trust_env=self._trust_env,
+                proxy=proxy,
+                trust_env=False,  # the environment's proxy is chosen above, its CAs in tls_context
                 follow_redirects=False,
-                # through a proxy httpx's own pool and proxy routing (NO_PROXY included) serve;
-                # direct, one-connection lanes (a given transport turns env proxies off)
-                transport=None if proxied else _lanes(verify, self._max_connections),
+                # through a proxy httpx's own pool serves; direct, one-connection lanes
+                transport=None if proxy else _lanes(verify, self._max_connections),
             )
         return self._client
 
@@ -126,11 +129,7 @@ class JsonClient:
     def _https(self) -> bool:
         # building a TLS context reads the CA bundle (~19 ms): only an https endpoint (or a proxy
         # or environment that might need one) pays it
-        return (
-            self._base_url.lower().startswith("https:")
-            or self._proxy is not None
-            or (self._trust_env and _env_proxied())
-        )
+        return self._base_url.lower().startswith("https:") or self._proxy is not None
 
     def _url(self, path: str) -> httpx.URL:
         """The base URL joined with ``path`` ("" is the base URL itself), its query kept."""
@@ -173,8 +172,9 @@ class JsonClient:
         except (httpx.TimeoutException, TimeoutError):
             raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except (httpx.NetworkError, httpx.ProtocolError, httpx.ProxyError) as exc:
+            through = f" through the proxy {self._proxy}" if self._proxy is not None else ""
             raise TransientError(
-                f"{self.name}: connection error ({type(exc).__name__}: {self.mask(str(exc))})"
+                f"{self.name}: connection error{through} ({type(exc).__name__}: {self.mask(str(exc))})"
             ) from None
         latency_ms = (time.perf_counter() - started) * 1000.0
         if status >= 400:
@@ -322,12 +322,18 @@ def _context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
         ) from None
 
 
-def _env_proxied() -> bool:
-    """A proxy is set in the environment (whether NO_PROXY exempts the endpoint is httpx's call)."""
-    return any(os.environ.get(v) for p in _PROXY_VARIABLES for v in (p, p.lower()))
+def _environment_proxy(name: str, base_url: str) -> Proxy | None:
+    try:
+        return environment_proxy(base_url)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
 
 
-_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+def check_proxy(config: ProviderConfig, base_url: str) -> None:
+    """InputError now, before any call, when the environment's proxy for the instance's endpoint
+    is one httpx cannot use (a provider's own ``proxy:`` is checked with the config)."""
+    if config.proxy is None and config.adapter != "local":
+        _environment_proxy(f"provider '{config.id}'", base_url)
 
 
 def _lanes(verify: ssl.SSLContext | bool, count: int) -> httpx.AsyncBaseTransport:

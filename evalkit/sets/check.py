@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalkit.answers import read_answers
-from evalkit.config import CONFIG_NAME, Config, find_config
+from evalkit.config import ANTHROPIC_DEFAULT_URL, CONFIG_NAME, OPENAI_DEFAULT_URL, Config, find_config
 from evalkit.errors import InputError, Issue, SetError
+from evalkit.proxies import environment_proxy
 from evalkit.sets.baselinefile import load_baseline_file
 from evalkit.sets.cases import grouped, read_cases
 from evalkit.sets.configfile import build_config, config_issues
@@ -196,7 +197,31 @@ def _config_file_issues(doc: Document, file: Path) -> list[Issue]:
                 )
             elif isinstance(written, str) and key == "path" and provider.get("adapter") == "replay":
                 issues += _answers_issues(file.parent / written)
+    return issues + _proxy_issues(doc)
+
+
+def _proxy_issues(doc: Document) -> list[Issue]:
+    """The environment's proxy for each endpoint evalkit calls must be one httpx can use, as a run
+    checks it before any call (a provider's own ``proxy:`` wins over it)."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    endpoints: list[tuple[tuple[str | int, ...], object]] = []
+    for index, provider in enumerate(data.get("providers") or []):
+        if isinstance(provider, dict) and provider.get("adapter") in _DEFAULT_URLS and provider.get("proxy") is None:
+            url = provider.get("base_url") or _DEFAULT_URLS[provider["adapter"]]
+            endpoints.append((("providers", index, "base_url" if "base_url" in provider else "adapter"), url))
+    for index, retriever in enumerate(data.get("retrievers") or []):
+        if isinstance(retriever, dict) and retriever.get("kind") == "http":
+            endpoints.append((("retrievers", index, "url"), retriever.get("url")))
+    issues = []
+    for path, url in endpoints:
+        try:
+            environment_proxy(url) if isinstance(url, str) else None
+        except InputError as exc:
+            issues.append(doc.issue(path, str(exc)))
     return issues
+
+
+_DEFAULT_URLS = {"openai": OPENAI_DEFAULT_URL, "anthropic": ANTHROPIC_DEFAULT_URL}
 
 
 def _built_in_adapters() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import importlib.util
 import json
 import socket
 import ssl
@@ -176,6 +177,90 @@ def test_a_proxy_refusing_the_credentials_is_an_error_without_them(
     assert "407" in str(caught.value)
     assert PASSWORD not in str(caught.value)
     assert fake_llm.calls == 0
+
+
+@pytest.mark.parametrize("no_proxy", ["127.0.0.0/8", "10.0.0.0/8, 127.0.0.0/8", "::1/128,127.0.0.1/32"])
+def test_a_cidr_range_in_no_proxy_is_called_directly(
+    fake_llm: FakeServer, proxy: ProxyServer, monkeypatch: pytest.MonkeyPatch, no_proxy: str
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    post(f"{fake_llm.url}/v1")
+    assert proxy.requests == []
+    assert fake_llm.calls == 1
+
+
+def test_a_cidr_range_that_does_not_cover_the_host_keeps_the_proxy(
+    fake_llm: FakeServer, proxy: ProxyServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("http_proxy", proxy.url)
+    monkeypatch.setenv("no_proxy", "10.0.0.0/8,localhost")
+    post(f"{fake_llm.url}/v1")
+    assert [r.method for r in proxy.requests] == ["POST"]
+
+
+def test_a_connection_error_through_an_environment_proxy_names_it(
+    closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", f"http://alice:{PASSWORD}@127.0.0.1:{closed_port}")
+    with pytest.raises(TransientError) as caught:
+        post("https://api.example.invalid/v1")
+    assert f"connection error through the proxy http://***@127.0.0.1:{closed_port} (from HTTPS_PROXY)" in str(
+        caught.value
+    )
+    assert PASSWORD not in str(caught.value)
+
+
+def test_a_connection_error_through_a_configured_proxy_names_it(closed_port: int) -> None:
+    with pytest.raises(TransientError, match=rf"connection error through the proxy http://127.0.0.1:{closed_port} \("):
+        post("http://127.0.0.1:9/v1", proxy=f"http://127.0.0.1:{closed_port}")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("ALL_PROXY", "socks5://127.0.0.1:1080", "pip install 'httpx[socks]'"),
+        ("all_proxy", "socks5h://127.0.0.1:1080", "pip install 'httpx[socks]'"),
+        ("HTTP_PROXY", "ftp://proxy.example:21", "a ftp:// proxy cannot be used"),
+    ],
+)
+def test_an_unusable_environment_proxy_is_exit_2_before_any_call(
+    cli: Any,
+    write_file: Any,
+    fake_llm: FakeServer,
+    db_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    says: str,
+) -> None:
+    if "socks" in value and importlib.util.find_spec("socksio") is not None:
+        pytest.skip("httpx's socks extra is installed: SOCKS proxies are usable")
+    config(write_file, f"{fake_llm.url}/v1")
+    monkeypatch.setenv(variable, value)
+    checked = cli("validate")
+    assert checked.exit_code == 2, checked.stdout + checked.stderr
+    assert "evalkit.yaml:5:15: providers[0].base_url: " in checked.stderr  # the endpoint it is for
+    result = cli("run", "sets/net.yaml")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+    for output in (checked.stdout + checked.stderr, result.stderr):
+        assert f"${variable} '{value}'" in output
+        assert says in output
+    assert fake_llm.calls == 0
+    assert not db_file.exists()
+
+
+def test_an_unusable_proxy_exempted_by_no_proxy_is_not_used(
+    cli: Any, write_file: Any, fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config(write_file, f"{fake_llm.url}/v1")
+    monkeypatch.setenv("ALL_PROXY", "ftp://proxy.example:21")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.0/8")
+    assert cli("validate").exit_code == 0
+    assert cli("run", "sets/net.yaml").exit_code == 0
+    assert fake_llm.calls == 1
 
 
 # --- CAs ----------------------------------------------------------------------------------------

@@ -281,6 +281,20 @@ def test_unreachable_endpoint_is_a_question_error(cli: Any, write_file: Any) -> 
     assert "connection error" in result.doc["items"][0]["error"]
 
 
+def test_an_unusable_environment_proxy_is_exit_2_before_any_search(
+    cli: Any, http: FakeServer, db_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ALL_PROXY", "ftp://proxy.example:21")
+    checked = cli("validate")
+    assert checked.exit_code == 2
+    assert "retrievers[0].url: $ALL_PROXY 'ftp://proxy.example:21': a ftp:// proxy cannot be used" in checked.stderr
+    result = cli("retrieval", "sets/one.yaml", "--retriever", "vector")
+    assert result.exit_code == 2, result.stderr
+    assert "retriever 'vector': $ALL_PROXY 'ftp://proxy.example:21': a ftp:// proxy cannot be used" in result.stderr
+    assert http.calls == 0
+    assert run_rows(db_file) == []
+
+
 # ---------------------------------------------------------------- command retriever
 
 SEARCH_SCRIPT = r"""
