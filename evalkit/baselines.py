@@ -9,7 +9,6 @@ database, which makes it a baseline there too even when it regressed (no ratchet
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,9 +18,7 @@ from evalkit._version import __version__
 from evalkit.compare import not_comparable_reason, per_item
 from evalkit.config import Config, db_path
 from evalkit.errors import InputError
-from evalkit.records import BaselineEntry, BaselineFile, RunResult
-
-SET_ID = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
+from evalkit.records import SET_ID, BaselineEntry, BaselineFile, RunResult
 
 
 @dataclass(frozen=True, slots=True)

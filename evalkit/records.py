@@ -7,6 +7,7 @@ I/O; aggregates are derived properties so they can never disagree with the items
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from decimal import Decimal
@@ -56,6 +57,8 @@ def quick_init(cls: type[_R]) -> type[_R]:
 
 
 GRADERS = ("deterministic", "decision")
+# a set id: namespaced, lowercase (README, "Set files"); it names files (baselines/<set id>.json)
+SET_ID = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 
 
 @quick_init

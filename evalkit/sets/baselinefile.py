@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import Issue, SetError
-from evalkit.records import BaselineEntry, BaselineFile
+from evalkit.records import SET_ID, BaselineEntry, BaselineFile
 from evalkit.sets.validation import schema_issues
 from evalkit.sets.yamldoc import Document, parse_document
 
@@ -40,7 +40,6 @@ RATE_TOLERANCE = 1e-9
 RECREATE = "delete the file and re-create it with `evalkit baseline accept`"
 FILE_HINT = f"fix it by hand, or {RECREATE}"
 ENTRY_HINT = "remove this entry and accept its run again with `evalkit baseline accept`"
-SET_ID = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 # Characters JSON may carry raw inside a string that YAML refuses or reads as a line break, and
 # lone surrogates (which UTF-8 cannot encode): written as \\u escapes.
 _ESCAPED = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
