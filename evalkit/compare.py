@@ -114,14 +114,26 @@ def not_comparable_reason(run: RunResult) -> str | None:
     return None
 
 
+# how an application adapter reports the model that answered (README, "Testing your application")
+REPORT_MODEL = {
+    "http": "an http instance reports it with response.model (a dotted path into its answer) in evalkit.yaml",
+    "python": "a python function reports it as `model` in the object it returns",
+    "command": "a command reports it as `model` in the JSON object it prints",
+}
+
+
 def generator_problem(run: RunResult) -> str:
     records = {i.serving for i in run.items if i.serving is not None}
     if not records:
         return "no item was answered"
     unverified = sorted({r.provider for r in records if not r.verified})
     if unverified:
+        apps = sorted({i.adapter for i in run.items if i.adapter in REPORT_MODEL and i.serving is not None
+                       and not i.serving.verified})  # fmt: skip
+        how = "".join(f"; {REPORT_MODEL[a]}" for a in apps)
         return (
             f"responses from {', '.join(unverified)} did not report their model, so the model that answered is unknown"
+            f"{how}"
         )
     described = sorted(f"{r.provider}/{r.model} ({r.reported_model})" for r in records)
     return f"answers came from {len(records)} different generators ({'; '.join(described)}), so the model is unknown"

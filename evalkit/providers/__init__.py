@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL, ProviderConfig
 from evalkit.errors import InputError
@@ -35,6 +37,12 @@ def endpoint_identity(config: ProviderConfig) -> str:
     slash dropped; any user:password@ is never sent, so never part of it), the local model
     file's content hash, a plugin's name, version and keys (hashed). Never a key or a header value."""
     return registry.resolve(config).endpoint(config)
+
+
+def caches_answers(config: ProviderConfig) -> bool:
+    """Whether the completion cache keeps and replays this instance's answers: not for recorded
+    answers, and for an application (http, python, command) only with ``cache: true``."""
+    return registry.resolve(config).cached(config)
 
 
 def default_alias(config: ProviderConfig) -> str:
@@ -97,12 +105,11 @@ def _http_endpoint(config: ProviderConfig) -> str:
     from evalkit.urls import Endpoint, redacted
 
     default = OPENAI_DEFAULT_URL if config.adapter == "openai" else ANTHROPIC_DEFAULT_URL
+    key, url = ("url", config.url or "") if config.adapter == "http" else ("base_url", config.base_url or default)
     try:
-        endpoint = Endpoint.parse(config.base_url or default, userinfo=True)  # refused at load; never part of it
+        endpoint = Endpoint.parse(url, userinfo=True)  # refused at load; never part of it
     except ValueError as exc:  # check_provider says so first; an API caller may not have asked it
-        raise InputError(
-            f"provider '{config.id}': base_url {redacted(config.base_url or default)!r} is not a usable URL ({exc})"
-        ) from None
+        raise InputError(f"provider '{config.id}': {key} {redacted(url)!r} is not a usable URL ({exc})") from None
     path, _, query = endpoint.target.partition("?")
     # a query may carry a key (?key=...): it is part of the identity, hashed, never kept as text
     hashed = f"?sha256:{hashlib.sha256(query.encode()).hexdigest()[:16]}" if query else ""
@@ -142,6 +149,7 @@ registry.register(
     build=_replay,
     check=_check_replay,
     alias=lambda config: "replay",
+    cached=lambda config: False,
     description="recorded answers from a JSONL file (never cached)",
 )
 registry.register(
@@ -152,6 +160,84 @@ registry.register(
     alias=_local_alias,
     description="llama.cpp in-process on a loopback port (evalkit[local])",
 )
+
+
+def _http_app(config: ProviderConfig) -> Provider:
+    from evalkit.providers.apphttp import HttpAppProvider
+
+    return HttpAppProvider(config)
+
+
+def _check_http_app(config: ProviderConfig) -> None:
+    from evalkit.providers.apphttp import check
+    from evalkit.providers.http import check_url
+
+    assert config.url is not None
+    check_url(config.url, f"provider '{config.id}': url")
+    check(config)
+
+
+def _python_app(config: ProviderConfig) -> Provider:
+    from evalkit.providers.pyfunc import PythonProvider
+
+    return PythonProvider(config)
+
+
+def _check_python_app(config: ProviderConfig) -> None:
+    from evalkit.providers.pyfunc import function_of
+
+    function_of(config)
+
+
+def _command_app(config: ProviderConfig) -> Provider:
+    from evalkit.providers.command import CommandProvider
+
+    return CommandProvider(config)
+
+
+def _check_command_app(config: ProviderConfig) -> None:
+    _command_app(config)  # splits the command line
+
+
+def _app_endpoint(config: ProviderConfig) -> str:
+    """An application's identity for the cache key (README, "Testing your application"): http, its
+    method, URL (a query hashed) and body template; python and command, the function file's or the
+    command's text (and the command's program file, when it is one)."""
+    if config.adapter == "http":
+        written = json.dumps(config.body, sort_keys=True, ensure_ascii=False, default=str)
+        return f"{_http_endpoint(config)} {config.method} body sha256:{_digest(written.encode())}"
+    if config.adapter == "python":
+        assert config.function is not None
+        file = config.function.rpartition(":")[0]
+        return f"python {config.function} sha256:{_digest(_read((config.root or Path.cwd()) / file))}"
+    assert config.command is not None
+    return f"command sha256:{_digest(config.command.encode())}"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _app_cached(config: ProviderConfig) -> bool:
+    return bool(config.cache)
+
+
+for _name, _build, _check, _description in (
+    ("http", _http_app, _check_http_app, "your application's JSON API: a body template, answers at dotted paths"),
+    ("python", _python_app, _check_python_app, "your Python function (path/file.py:name), given the request"),
+    ("command", _command_app, _check_command_app, "your program: the request as JSON on stdin, the answer on stdout"),
+):
+    registry.register(
+        _name, build=_build, check=_check, endpoint=_app_endpoint, alias=lambda config: config.adapter,
+        cached=_app_cached, description=_description,
+    )  # fmt: skip
 
 
 class ProviderPool:

@@ -151,14 +151,29 @@ class JsonClient:
         """``post`` under the client's retry policy; the client's limits bound how many are in flight."""
         return await self._retry.run(lambda: self.post(path, payload))
 
+    async def call_raw(self, method: str, content: bytes | None) -> tuple[Any, float]:
+        """``send`` to the base URL itself under the client's retry policy: any JSON answer."""
+        return await self._retry.run(lambda: self.send(method, "", content))
+
     async def post(self, path: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
         """The decoded JSON object answered to ``payload`` (posted to the base URL joined with
         ``path``; ``""`` is the base URL itself) and the call's latency in ms."""
+        decoded, latency_ms = await self.send("POST", path, json.dumps(payload).encode())
+        if not isinstance(decoded, dict):
+            raise ProviderError(
+                f"{self.name}: expected a JSON object in the response body, got {type(decoded).__name__}"
+            )
+        return decoded, latency_ms
+
+    async def send(
+        self, method: str, path: str, content: bytes | None, headers: Mapping[str, str] | None = None
+    ) -> tuple[Any, float]:
+        """The decoded JSON answered to ``content`` sent with ``method`` (to the base URL joined
+        with ``path``) and the call's latency in ms; ``headers`` add to the client's."""
         import httpx
 
         client = self._http()
         url = self._url(path)
-        content = json.dumps(payload).encode()
         # the endpoint asked every caller to wait (429 or 503 with Retry-After), maybe again
         while (pause := self._resume_at - time.monotonic()) > 0:
             await asyncio.sleep(pause)
@@ -168,7 +183,7 @@ class JsonClient:
             # timeouts bound each read, so a server trickling its answer would hold the call
             async with asyncio.timeout(self._timeout_s):
                 deadline = time.monotonic() + self._timeout_s
-                status, headers, body = await self._exchange(client, url, content, deadline)
+                status, answered, body = await self._exchange(client, url, content, deadline, method, headers)
         except (httpx.TimeoutException, TimeoutError):
             raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except (httpx.NetworkError, httpx.ProtocolError, httpx.ProxyError) as exc:
@@ -178,23 +193,27 @@ class JsonClient:
             ) from None
         latency_ms = (time.perf_counter() - started) * 1000.0
         if status >= 400:
-            self._raise_status(status, headers, body)
+            self._raise_status(status, answered, body)
         try:
             decoded = json.loads(body)
         except (ValueError, RecursionError):  # RecursionError: nested deeper than json can read
             raise ProviderError(f"{self.name}: malformed JSON in the response body (HTTP {status})") from None
-        if not isinstance(decoded, dict):
-            raise ProviderError(
-                f"{self.name}: expected a JSON object in the response body, got {type(decoded).__name__}"
-            )
         secrets = self._answer_secrets
-        return (mask_strings(decoded, secrets) if secrets else decoded), latency_ms
+        if secrets and isinstance(decoded, dict | list | str):  # masked wherever it sits in the answer
+            return mask_strings({"": decoded}, secrets)[""], latency_ms
+        return decoded, latency_ms
 
     async def _exchange(
-        self, client: httpx.AsyncClient, url: httpx.URL, content: bytes, deadline: float
+        self,
+        client: httpx.AsyncClient,
+        url: httpx.URL,
+        content: bytes | None,
+        deadline: float,
+        method: str = "POST",
+        headers: Mapping[str, str] | None = None,
     ) -> tuple[int, Any, bytes]:
         """Status, headers and the decoded body, read in chunks and no further than the limit."""
-        async with client.stream("POST", url, content=content) as response:
+        async with client.stream(method, url, content=content, headers=headers) as response:
             status = response.status_code
             if 300 <= status < 400:
                 location = self.mask(redacted(response.headers.get("location", "")))[:200] or "no Location header"
@@ -274,9 +293,16 @@ async def get_status(url: str, timeout_s: float = 5.0) -> int | None:
     return int(response.status_code)
 
 
-def provider_client(config: ProviderConfig, base_url: str, headers: Mapping[str, str], key: str | None) -> JsonClient:
-    """The JSON client of one provider instance: its limits, timeouts, retries, proxy and secrets.
-    The local adapter's server is evalkit's own on loopback: never through a proxy."""
+def provider_client(
+    config: ProviderConfig,
+    base_url: str,
+    headers: Mapping[str, str],
+    key: str | None,
+    secrets: tuple[str, ...] = (),
+) -> JsonClient:
+    """The JSON client of one provider instance: its limits, timeouts, retries, proxy and secrets
+    (the key, and ``secrets``: values of the environment its headers hold). The local adapter's
+    server is evalkit's own on loopback: never through a proxy."""
     return JsonClient(
         f"provider '{config.id}'",
         base_url,
@@ -284,7 +310,7 @@ def provider_client(config: ProviderConfig, base_url: str, headers: Mapping[str,
         timeout_s=config.timeout_s,
         max_connections=config.max_concurrency,
         key_env=config.api_key_env,
-        secrets=(key,) if key else (),
+        secrets=((key,) if key else ()) + secrets,
         retry=RetryPolicy(max_retries=config.max_retries, backoff_s=config.retry_backoff_s),
         proxy=config.proxy,
         ca_bundle=config.ca_bundle,

@@ -50,6 +50,10 @@ def _no_alias(config: ProviderConfig) -> str | None:
     return None
 
 
+def _cached(config: ProviderConfig) -> bool:
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class Adapter:
     name: str
@@ -59,6 +63,8 @@ class Adapter:
     alias: Alias
     description: str
     origin: str = "evalkit"  # the distribution that registered it
+    # whether the completion cache keeps and replays this instance's answers (README, "Cache")
+    cached: Callable[[ProviderConfig], bool] = _cached
 
 
 _ADAPTERS: dict[str, Adapter] = {}
@@ -73,11 +79,12 @@ def register(
     endpoint: Identity = _named,
     alias: Alias = _no_alias,
     origin: str = "evalkit",
+    cached: Callable[[ProviderConfig], bool] = _cached,
 ) -> Adapter:
     """Register the adapter ``name``. A name registered twice is refused."""
     if name in _ADAPTERS:
         raise ValueError(f"provider adapter {name!r} is registered twice ({_ADAPTERS[name].origin} and {origin})")
-    adapter = Adapter(name, build, check, endpoint, alias, description, origin)
+    adapter = Adapter(name, build, check, endpoint, alias, description, origin, cached)
     _ADAPTERS[name] = adapter
     return adapter
 

@@ -18,6 +18,8 @@ from typing import Any
 from evalkit import plugins
 from evalkit.config import Config, Cost, ProviderConfig, RetrieverConfig, find_config
 from evalkit.errors import Issue, SetError
+from evalkit.sets.appcheck import APPLICATION_ADAPTERS, application_issues
+from evalkit.sets.templates import Renderer
 from evalkit.sets.validation import ConfigPlugins, load_schema, schema_issues
 from evalkit.sets.yamldoc import Document, duplicate_ids, load_document
 from evalkit.urls import Endpoint, redacted
@@ -101,7 +103,7 @@ def config_issues(doc: Document) -> list[Issue]:
                 issues.append(
                     doc.issue(("retrievers", index, "command"), f"cannot split the command ({exc}); check its quoting")
                 )
-    for section, key in (("providers", "base_url"), ("retrievers", "url")):
+    for section, key in (("providers", "base_url"), ("providers", "url"), ("retrievers", "url")):
         for index, entry in enumerate(data.get(section) or []):
             url = entry.get(key) if isinstance(entry, dict) and not _is_plugin(entry, section[:-1]) else None
             if isinstance(url, str) and URL_START.match(url):  # the schema speaks of other strings
@@ -110,6 +112,7 @@ def config_issues(doc: Document) -> list[Issue]:
                 except ValueError as exc:
                     issues.append(doc.issue((section, index, key), f"{redacted(url)!r} is not a usable URL ({exc})"))
     issues.extend(_transport_issues(doc, data))
+    issues.extend(application_issues(doc, data))
     return sorted(issues, key=lambda i: (i.line, i.col))
 
 
@@ -247,6 +250,15 @@ def _provider(raw: dict[str, Any], root: Path, where: str) -> ProviderConfig:
         proxy=raw.get("proxy"),
         ca_bundle=root / raw["ca_bundle"] if "ca_bundle" in raw else None,
         where=where,
+        url=raw.get("url"),
+        method=raw.get("method", defaults.method),
+        body=raw.get("body"),
+        response=dict(raw.get("response", {})),
+        function=raw.get("function"),
+        command=raw.get("command"),
+        cache=raw.get("cache"),
+        root=root if raw["adapter"] in APPLICATION_ADAPTERS else None,
+        render=Renderer().value if raw["adapter"] in APPLICATION_ADAPTERS else None,
     )
 
 

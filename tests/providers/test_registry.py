@@ -21,7 +21,7 @@ from evalkit.sets.validation import load_schema
 from tests.conftest import write
 from tests.test_plugins import PluginSite, plugin_site
 
-BUILT_IN = ["openai", "anthropic", "replay", "local"]
+BUILT_IN = ["openai", "anthropic", "replay", "local", "http", "python", "command"]
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_an_unknown_adapter_lists_the_installed_plugins(site: PluginSite, isolat
     write(isolated / "evalkit.yaml", "providers:\n  - {id: p, adapter: ecko}\n")
     result = cli("validate", "evalkit.yaml")
     assert result.stderr.splitlines()[0] == (
-        "evalkit.yaml:2:22: providers[0].adapter: 'ecko' is not one of: openai, anthropic, replay, local, echo; "
+        "evalkit.yaml:2:22: providers[0].adapter: 'ecko' is not one of: openai, anthropic, replay, local, http, python, command, echo; "
         "did you mean 'echo'?"
     )
     assert "evalkit_demo_plugin" not in __import__("sys").modules  # named by nobody: never imported
