@@ -183,7 +183,9 @@ class JsonClient:
             # timeouts bound each read, so a server trickling its answer would hold the call
             async with asyncio.timeout(self._timeout_s):
                 deadline = time.monotonic() + self._timeout_s
-                status, answered, body = await self._exchange(client, url, content, deadline, method=method, headers=headers)
+                status, answered, body = await self._exchange(
+                    client, url, content, deadline, method=method, headers=headers
+                )
         except (httpx.TimeoutException, TimeoutError):
             raise TransientError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except (httpx.NetworkError, httpx.ProtocolError, httpx.ProxyError) as exc:

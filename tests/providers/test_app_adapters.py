@@ -289,7 +289,7 @@ def test_validate_checks_an_application_before_anything_is_called(
 
 # --- command -----------------------------------------------------------------------------------
 
-PROGRAM = '''\
+PROGRAM = """\
 import json, sys, time, subprocess
 request = json.load(sys.stdin)
 mode = sys.argv[1]
@@ -306,7 +306,7 @@ elif mode == "flood":
 elif mode == "hang":
     subprocess.Popen(["setsid", "sleep", "600"])
     time.sleep(600)
-'''
+"""
 
 
 def command_project(write_file: Any, arguments: str, extra: str = "") -> None:
