@@ -24,6 +24,9 @@ CONFIG_NAME = "evalkit.yaml"
 DEFAULT_DB = Path(".evalkit") / "evalkit.duckdb"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com/v1"
+# your application rather than a model (README, "Testing your application"); an instance's
+# endpoint identity starts with its adapter's name
+APPLICATION_ADAPTERS = ("http", "python", "command")
 
 
 @dataclass(frozen=True, slots=True)

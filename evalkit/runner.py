@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from evalkit.config import Cost, ProviderConfig
+from evalkit.config import APPLICATION_ADAPTERS, Cost, ProviderConfig
 from evalkit.errors import ProviderError, ProviderRefused
 from evalkit.graders.decision import prompt_text
 from evalkit.protocols import CompletionCache, Grader, Provider
@@ -105,6 +105,8 @@ def cache_key(instance_id: str, request: CompletionRequest, repeat: int = 0, *, 
         body["response_schema"] = dict(request.response_schema)
     if request.top_logprobs:
         body["top_logprobs"] = request.top_logprobs
+    if request.vars and endpoint is not None and endpoint.split(" ", 1)[0] in APPLICATION_ADAPTERS:
+        body["vars"] = dict(request.vars)  # an application is given the prompt's variables too
     if repeat:
         body["repeat"] = repeat
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

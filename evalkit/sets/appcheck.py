@@ -16,12 +16,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from evalkit.config import split_command
+from evalkit.config import APPLICATION_ADAPTERS, split_command
 from evalkit.errors import Issue
 from evalkit.sets.templates import Renderer
 from evalkit.sets.yamldoc import DataPath, Document
-
-APPLICATION_ADAPTERS = ("http", "python", "command")
 
 
 def application_issues(doc: Document, data: dict[str, Any]) -> list[Issue]:

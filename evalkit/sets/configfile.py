@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from evalkit import plugins
-from evalkit.config import Config, Cost, ProviderConfig, RetrieverConfig, find_config
+from evalkit.config import APPLICATION_ADAPTERS, Config, Cost, ProviderConfig, RetrieverConfig, find_config
 from evalkit.errors import Issue, SetError
-from evalkit.sets.appcheck import APPLICATION_ADAPTERS, application_issues
+from evalkit.sets.appcheck import application_issues
 from evalkit.sets.templates import Renderer
 from evalkit.sets.validation import ConfigPlugins, load_schema, schema_issues
 from evalkit.sets.yamldoc import Document, duplicate_ids, load_document

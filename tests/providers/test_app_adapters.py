@@ -360,3 +360,15 @@ def test_a_command_that_hangs_is_ended_with_what_it_started(cli: Any, write_file
     assert {i["error"] for i in doc["items"]} == {
         "provider 'cli': the command did not finish within timeout_s (0.5 s); it and everything it started were ended"
     }
+
+
+def test_an_application_s_cache_key_holds_the_prompt_s_variables() -> None:
+    from evalkit.records import CompletionRequest, Message
+    from evalkit.runner import cache_key
+
+    one, other = (CompletionRequest((Message("user", "q"),), "m", vars={"k": v}) for v in (1, 2))
+    assert cache_key("fn", one, endpoint="python app/entry.py:f sha256:x") != cache_key(
+        "fn", other, endpoint="python app/entry.py:f sha256:x"
+    )
+    # a model is not sent the variables: its key is what it was
+    assert cache_key("m", one, endpoint="openai http://h/v1") == cache_key("m", other, endpoint="openai http://h/v1")
