@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from evalkit.config import ANTHROPIC_DEFAULT_URL, APPLICATION_ADAPTERS, OPENAI_DEFAULT_URL, ProviderConfig
+from evalkit.config import ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL, ProviderConfig
 from evalkit.errors import InputError
 from evalkit.protocols import Provider
 from evalkit.providers import registry
