@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text as RichText
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
-from evalkit.report.text import clip, comparison_lines, instance, percent, printable, sparkline
+from evalkit.report.text import clip, comparison_lines, instance, outcome_label, percent, printable, sparkline
 
 MAX_LISTED = 100
 
@@ -472,15 +472,12 @@ def render_comparison(console: Console, result: Any) -> None:
 
 
 def _hit_cell(rate: float) -> Text:
-    if rate in (0.0, 1.0):
-        return Text("hit", style="green") if rate else Text("miss", style="red")
-    return Text(percent(rate), style="yellow")
+    return _pass_cell(rate, retrieval=True)
 
 
-def _pass_cell(rate: float) -> Text:
-    if rate in (0.0, 1.0):
-        return Text("pass", style="green") if rate else Text("fail", style="red")
-    return Text(percent(rate), style="yellow")
+def _pass_cell(rate: float, retrieval: bool = False) -> Text:
+    style = ("red", "green")[int(rate)] if rate in (0.0, 1.0) else "yellow"
+    return Text(outcome_label(rate, retrieval), style=style)
 
 
 def render_baselines(console: Console, files: Sequence[BaselineFile], set_id: str | None) -> None:
