@@ -64,7 +64,8 @@ def run_markdown(run: RunResult) -> str:
     if run.comparison is not None:
         lines += ["", f"> {_inline(run.comparison.reason)}"]
     if failures:
-        lines += ["", "**Gate failed:**", *[f"- {_inline(f)}" for f in failures]]
+        label = "Gate failures" if run.error_count else "Gate failed"  # an incomplete run has no verdict
+        lines += ["", f"**{label}:**", *[f"- {_inline(f)}" for f in failures]]
     lines += _flip_lines(run)
     failing = [i for i in run.items if not i.passed]
     if failing:
@@ -83,6 +84,8 @@ MAX_ROWS = 50
 def _verdict(run: RunResult, failures: list[str]) -> str:
     """The run's verdict as an icon and a word or two."""
     comparison = run.comparison
+    if run.error_count:  # exit 3: not a quality verdict (README "Exit codes")
+        return f"❌ **could not complete**: {_errored(run.error_count, len(run.items))}"
     if failures:
         return "❌ **gate failed**"
     if comparison is not None and comparison.regressed:
@@ -90,6 +93,10 @@ def _verdict(run: RunResult, failures: list[str]) -> str:
     if comparison is None or comparison.state == "not_compared":
         return "⚠️ **not compared**"
     return "✅ **baseline recorded**" if comparison.state == "baseline" else "✅ **no regression**"
+
+
+def _errored(errored: int, total: int) -> str:
+    return f"{errored} of {total} item{'' if total == 1 else 's'} errored"
 
 
 def _cached(run: RunResult) -> str:
@@ -133,8 +140,11 @@ def runs_markdown(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
     """``run --format markdown`` / ``--markdown FILE``: every run of the command, one section each."""
     gated = [r for r in runs if r.gate is not None]
     failed = sum(1 for r in gated if not (r.gate or {}).get("passed", True))
+    errored = sum(r.error_count for r in runs)
     head = f"## evalkit: {len(runs)} run{'s' if len(runs) != 1 else ''}, " + (
-        f"gate failed for {failed}" if failed else "gate passed"
+        f"could not complete: {_errored(errored, sum(len(r.items) for r in runs))}"
+        if errored
+        else (f"gate failed for {failed}" if failed else "gate passed")
     )
     return "\n".join([head, "", *[any_markdown(r) for r in runs]])
 

@@ -37,3 +37,16 @@ def test_the_grader_is_one_code_span() -> None:
 def test_an_at_sign_that_could_mention_someone_is_still_set_as_code() -> None:
     text = run_markdown(run_of(1, 1, set_id="@octocat")).splitlines()[0]
     assert text.startswith("### `@`octocat · run")
+
+
+def test_a_run_that_could_not_complete_says_so_and_how_many_items_errored(cli: Any, write_file: Any) -> None:
+    replay_project(write_file, "m1")
+    write_file("set.yaml", "id: md.out\nname: Markdown\nprompts:\n" + "".join(
+        f"  - {{id: {p}, prompt: hi, assertions: [{{contains: yes}}]}}\n" for p in ("p", "unanswered", "silent")
+    ))  # fmt: skip
+    result = cli("run", "set.yaml", "--format", "markdown", "--fail-on-regression")  # the replay has no answer for two
+    assert result.exit_code == 3, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "## evalkit: 1 run, could not complete: 2 of 3 items errored"
+    assert lines[4].startswith("❌ **could not complete**: 2 of 3 items errored · rec/")
+    assert "gate failed" not in result.stdout.lower()
