@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
-from evalkit.report.text import clip, instance, outcome_label, percent, printable, sparkline
+from evalkit.report.text import clip, instance, outcome_label, percent, printable, sparkline, verdict_label
 
 _MARKUP = re.compile(r"([\\`*_\[\]!~|])")  # what makes inline markup: links and images need [ ]
 # An @ that could start a mention: GitHub links one only after a character that is not a word
@@ -158,15 +158,20 @@ def history_markdown(set_id: str, rows: Sequence[dict[str, Any]]) -> str:
     for r in rows:
         lines.append(
             f"| `{r['run_id']}` | {r['started_at']} | {_cell(instance(r['provider'], r['model']))} | {_cell(r['grader'])} "
-            f"| {percent(r['pass_rate'])} | {r['mean_score']:.3f} | {r['comparison_state'] or '—'} |"
+            f"| {percent(r['pass_rate'])} | {r['mean_score']:.3f} | {_verdict_cell(r)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _verdict_cell(row: dict[str, Any]) -> str:
+    label = verdict_label(row["comparison_state"], row["regressed"])
+    return f"**{label}**" if row["regressed"] else label
 
 
 def summaries_markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["| set | latest run | pass rate | mean | trend | verdict |", "|---|---|---:|---:|---|---|"]
     for r in rows:
-        verdict = "**regressed**" if r["regressed"] else (r["comparison_state"] or "—")
+        verdict = _verdict_cell(r)
         lines.append(
             f"| {_cell(r['set_id'])} | `{r['run_id']}` | {percent(r['pass_rate'])} | {r['mean_score']:.3f} "
             f"| {sparkline(r['trend'])} | {verdict} |"

@@ -15,7 +15,16 @@ from rich.table import Table
 from rich.text import Text as RichText
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
-from evalkit.report.text import clip, comparison_lines, instance, outcome_label, percent, printable, sparkline
+from evalkit.report.text import (
+    clip,
+    comparison_lines,
+    instance,
+    outcome_label,
+    percent,
+    printable,
+    sparkline,
+    verdict_label,
+)
 
 MAX_LISTED = 100
 
@@ -210,7 +219,7 @@ def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]
         [
             r["run_id"], str(r["started_at"]), instance(r["provider"], r["model"]), r["reported_model"] or "—", r["grader"],
             rate_cell(r), mean_cell(r), str(r["error_count"]),
-            Text(r["comparison_state"] or "—", style=verdict_style(r["comparison_state"], None)),
+            Text(verdict_label(r["comparison_state"], r["regressed"]), style=verdict_style(r["comparison_state"], r["regressed"])),
         ]
         for r in rows
     ]  # fmt: skip
@@ -252,7 +261,7 @@ def render_summaries(console: Console, rows: Sequence[dict[str, Any]]) -> None:
     names = ("set", "latest run", "provider/model", "grader", "pass rate", "mean", "trend", "baseline", "verdict")
     cells = []
     for r in rows:
-        verdict = "regressed" if r["regressed"] else (r["comparison_state"] or "—")
+        verdict = verdict_label(r["comparison_state"], r["regressed"])
         cells.append([
             r["set_id"], r["run_id"], instance(r["provider"], r["model"]), r["grader"], rate_cell(r),
             mean_cell(r), sparkline(r["trend"]), r["baseline_run_id"] or "—",
