@@ -219,7 +219,8 @@ def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]
         [
             r["run_id"], str(r["started_at"]), instance(r["provider"], r["model"]), r["reported_model"] or "—", r["grader"],
             rate_cell(r), mean_cell(r), str(r["error_count"]),
-            Text(verdict_label(r["comparison_state"], r["regressed"]), style=verdict_style(r["comparison_state"], r["regressed"])),
+            Text(verdict_label(r["comparison_state"], r["regressed"]),
+                 style=verdict_style(r["comparison_state"], r["regressed"])),
         ]
         for r in rows
     ]  # fmt: skip
