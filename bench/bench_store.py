@@ -58,7 +58,7 @@ def fill_history(db: Path, runs: int, items: int, sets: int = 20) -> None:
             insert into results (run_id, item_index, item_id, passed, score, reason, latency_ms, assertions,
                                  input_tokens, output_tokens, cached, yardstick)
             select 'run-' || lpad(r::varchar, 6, '0'), j, 'item-' || j, j % 10 <> 0, (j % 10 <> 0)::int::double,
-                   '1/1 assertions hold', 100 + j % 50, '[{"type": "contains", "passed": true}]', 20, 10, false,
+                   'assertion holds', 100 + j % 50, '[{"type": "contains", "passed": true}]', 20, 10, false,
                    'deterministic'
             from range($1) a(r), range($2) b(j)
             """,

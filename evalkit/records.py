@@ -8,7 +8,7 @@ I/O; aggregates are derived properties so they can never disagree with the items
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from decimal import Decimal
 from pathlib import Path
@@ -389,6 +389,29 @@ class AssertionResult:
         return self.score if self.score is not None else (1.0 if self.passed else 0.0)
 
 
+def assertions_reason(
+    failed: Sequence[str],
+    counted: int,
+    notes: Sequence[str] = (),
+    threshold: tuple[float, float, bool] | None = None,
+) -> str:
+    """A prompt's reason from its counted assertions (weight above 0; README "Score and pass"):
+    ``run`` gives each failed one's reason (and the reasons of those that held, as ``notes``), the
+    store at privacy ``metadata`` their types; the counts and the words are the same.
+    ``threshold``: (score, threshold, passed) of a prompt that sets one."""
+    if not failed:
+        text = "assertion holds" if counted == 1 else f"all {counted} assertions hold"
+    else:
+        text = "assertion failed" if counted == 1 else f"{len(failed)} of {counted} assertions failed"
+        text += f": {'; '.join(failed)}"
+    if notes:  # the reasons of those that held
+        text += f"{'; held' if failed else ''}: {'; '.join(notes)}"
+    if threshold is None:
+        return text
+    score, limit, passed = threshold
+    return f"score {score:.2f} {'reaches' if passed else 'is below'} the threshold {limit:g}; {text}"
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Grade:
@@ -426,6 +449,7 @@ class ItemResult:
     cached: bool = False
     repeat: int = 0  # which sample of the prompt (run --repeat N)
     grader_cached: bool = False  # the judge's grading was replayed from the cache
+    threshold: float | None = None  # the prompt's pass threshold, for its text-free reason
 
     @property
     def errored(self) -> bool:

@@ -310,6 +310,7 @@ async def run_one(
         cached=completion.cached,
         repeat=repeat,
         grader_cached=grade.cached,
+        threshold=prompt.threshold,
     )
 
 

@@ -82,7 +82,7 @@ def outcome_of(result: Any, name: str) -> Outcome:
             return Outcome(False, 0.0, f"{name}: returned a score of {score!r}, not one in 0..1", undecided=True)
         reason = result.get("reason")
         text = str(reason) if reason else ("" if passed else f"{name}: failed")
-        return Outcome(passed, float(score), "" if passed else excerpt(text, 200)[1:-1])
+        return Outcome(passed, float(score), excerpt(text, 200)[1:-1] if text else "")  # held too: README "python"
     shown = clip_words(repr(result), 60)  # a repr is quoted already
     return Outcome(False, 0.0, f"{name}: returned {shown}; return a bool, a score or {{'pass': ...}}", undecided=True)
 

@@ -3,7 +3,9 @@
 Each assertion's type evaluates the response into an outcome (holds, a score in 0..1, why not).
 A prompt's score is the weighted mean, sum(weight x score) / sum(weight), over the assertions of
 weight above 0 (weight 0: recorded, not counted). It passes when every counted assertion holds,
-or, with ``threshold``, when its score reaches the threshold.
+or, with ``threshold``, when its score reaches the threshold. Its reason counts the counted
+assertions and gives the failed ones' reasons, and the reasons those that held gave (README
+"Score and pass").
 
 A regex search first runs on the event loop with a 10 ms budget; one that needs longer is
 searched again in a thread (the regex engine releases the GIL), so it cannot stall every call in
@@ -19,7 +21,16 @@ from pathlib import Path
 from evalkit.assertions import registry
 from evalkit.assertions.patterns import SlowRegex
 from evalkit.assertions.registry import HELD, Context
-from evalkit.records import Assertion, AssertionResult, CallFacts, Grade, Prompt, PromptSet, ServingRecord
+from evalkit.records import (
+    Assertion,
+    AssertionResult,
+    CallFacts,
+    Grade,
+    Prompt,
+    PromptSet,
+    ServingRecord,
+    assertions_reason,
+)
 
 IN_LOOP_REGEX_S = 0.01
 YARDSTICK = "deterministic"
@@ -40,6 +51,7 @@ def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -
         return Grade(False, 0.0, "no assertions: a reference-only prompt needs --grader decision", yardstick=YARDSTICK)
     results: list[AssertionResult] = []
     failed: list[str] = []
+    notes: list[str] = []  # the reasons given by counted assertions that held (a python check's)
     total = weighted = 0.0
     counted = 0
     for assertion in assertions:  # one loop, no call per assertion: it runs 300,000 times a run
@@ -51,7 +63,7 @@ def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -
             compiled = kind.check(assertion.value, _HERE)
         outcome = kind.evaluate(compiled, response, context)
         weight = assertion.weight
-        if outcome is HELD or (outcome.passed and outcome.score == 1.0):
+        if outcome is HELD or (outcome.passed and outcome.score == 1.0 and not outcome.reason):
             # the common case: one shared record per type and weight
             result = _HELD.get((assertion.type, weight))
             if result is None:
@@ -69,28 +81,24 @@ def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -
                 weighted += weight * outcome.score
                 if not outcome.passed:
                     failed.append(outcome.reason)
+                elif outcome.reason:
+                    notes.append(outcome.reason)
         results.append(result)
     score = weighted / total if total else 0.0
     if prompt.threshold is not None:
         passed = score >= prompt.threshold - 1e-12
-        if passed:
-            reason = f"score {score:.2f} reaches the threshold {prompt.threshold:g}"
-            reason += f" ({len(failed)} of {counted} assertions failed)" if failed else ""
-        else:
-            reasons = "; ".join(failed)
-            reason = f"score {score:.2f} is below the threshold {prompt.threshold:g}"
-            reason += f": {reasons}" if reasons else ""
+        reason = assertions_reason(failed, counted, notes, (score, prompt.threshold, passed))
         return Grade(passed, score, reason, tuple(results), YARDSTICK)
     if not counted:  # a set file refuses this at load; a prompt built in Python may not
         return Grade(False, 0.0, "no assertion counted: every weight is 0", tuple(results), YARDSTICK)
-    if not failed:
-        return Grade(True, score, _ALL_HOLD[counted] if counted < 64 else f"all {counted} assertions hold",
+    if not failed and not notes:
+        return Grade(True, score, _ALL_HOLD[counted] if counted < 64 else assertions_reason((), counted),
                      tuple(results), YARDSTICK)  # fmt: skip
-    return Grade(False, score, "; ".join(failed), tuple(results), YARDSTICK)
+    return Grade(not failed, score, assertions_reason(failed, counted, notes), tuple(results), YARDSTICK)
 
 
 _HELD: dict[tuple[str, float], AssertionResult] = {}
-_ALL_HOLD = ["", "assertion holds", *(f"all {n} assertions hold" for n in range(2, 64))]
+_ALL_HOLD = ["", *(assertions_reason((), n) for n in range(1, 64))]
 
 
 class DeterministicGrader:

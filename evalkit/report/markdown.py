@@ -7,9 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
-from evalkit.report.text import clip, instance, percent, printable, sparkline
+from evalkit.report.text import clip, instance, outcome_label, percent, printable, sparkline, verdict_label
 
 _MARKUP = re.compile(r"([\\`*_\[\]!~|])")  # what makes inline markup: links and images need [ ]
+# An @ that could start a mention: GitHub links one only after a character that is not a word
+# character, so the @ inside a name (``claude-3@20240620``, ``a@b.c``) stays as written.
+_MENTION = re.compile(r"(?<![A-Za-z0-9_])@")
 
 
 def _one_line(text: str) -> str:
@@ -20,9 +23,10 @@ def _one_line(text: str) -> str:
 def _inline(text: str) -> str:
     """Data as plain text on one markdown line: no HTML (a ``<!--`` in an answer would hide the
     rest of a comment), no markup (an image, a link, emphasis: every markdown punctuation is
-    escaped) and no @-mention (the ``@`` is set as code, which GitHub never links)."""
+    escaped) and no @-mention (an ``@`` that could start one is set as code, which GitHub never
+    links; one inside a word, as in a model name, is left whole)."""
     text = _one_line(text).replace("&", "&amp;").replace("<", "&lt;")
-    return _MARKUP.sub(r"\\\1", text).replace("@", "`@`")
+    return _MENTION.sub("`@`", _MARKUP.sub(r"\\\1", text))
 
 
 def _cell(text: str) -> str:
@@ -52,7 +56,7 @@ def run_markdown(run: RunResult) -> str:
     lines = [
         f"### {_inline(run.set_id)} · run `{run.run_id}`",
         "",
-        f"{verdict} · {served} · grader `{_inline(run.grader)}`",
+        f"{verdict} · {served} · grader {_code(run.grader)}",
         "",
         f"**Pass rate {percent(run.pass_rate)}** ({run.passed_count}/{run.sample_count}){_delta(run, 'pass')} · "
         f"mean score {run.mean_score:.3f}{_delta(run, 'score')} · errors {run.error_count}" + _cached(run),
@@ -60,7 +64,8 @@ def run_markdown(run: RunResult) -> str:
     if run.comparison is not None:
         lines += ["", f"> {_inline(run.comparison.reason)}"]
     if failures:
-        lines += ["", "**Gate failed:**", *[f"- {_inline(f)}" for f in failures]]
+        label = "Gate failures" if run.error_count else "Gate failed"  # an incomplete run has no verdict
+        lines += ["", f"**{label}:**", *[f"- {_inline(f)}" for f in failures]]
     lines += _flip_lines(run)
     failing = [i for i in run.items if not i.passed]
     if failing:
@@ -79,6 +84,8 @@ MAX_ROWS = 50
 def _verdict(run: RunResult, failures: list[str]) -> str:
     """The run's verdict as an icon and a word or two."""
     comparison = run.comparison
+    if run.error_count:  # exit 3: not a quality verdict (README "Exit codes")
+        return f"❌ **could not complete**: {_errored(run.error_count, len(run.items))}"
     if failures:
         return "❌ **gate failed**"
     if comparison is not None and comparison.regressed:
@@ -86,6 +93,10 @@ def _verdict(run: RunResult, failures: list[str]) -> str:
     if comparison is None or comparison.state == "not_compared":
         return "⚠️ **not compared**"
     return "✅ **baseline recorded**" if comparison.state == "baseline" else "✅ **no regression**"
+
+
+def _errored(errored: int, total: int) -> str:
+    return f"{errored} of {total} item{'' if total == 1 else 's'} errored"
 
 
 def _cached(run: RunResult) -> str:
@@ -129,8 +140,11 @@ def runs_markdown(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
     """``run --format markdown`` / ``--markdown FILE``: every run of the command, one section each."""
     gated = [r for r in runs if r.gate is not None]
     failed = sum(1 for r in gated if not (r.gate or {}).get("passed", True))
+    errored = sum(r.error_count for r in runs)
     head = f"## evalkit: {len(runs)} run{'s' if len(runs) != 1 else ''}, " + (
-        f"gate failed for {failed}" if failed else "gate passed"
+        f"could not complete: {_errored(errored, sum(len(r.items) for r in runs))}"
+        if errored
+        else (f"gate failed for {failed}" if failed else "gate passed")
     )
     return "\n".join([head, "", *[any_markdown(r) for r in runs]])
 
@@ -144,15 +158,20 @@ def history_markdown(set_id: str, rows: Sequence[dict[str, Any]]) -> str:
     for r in rows:
         lines.append(
             f"| `{r['run_id']}` | {r['started_at']} | {_cell(instance(r['provider'], r['model']))} | {_cell(r['grader'])} "
-            f"| {percent(r['pass_rate'])} | {r['mean_score']:.3f} | {r['comparison_state'] or '—'} |"
+            f"| {percent(r['pass_rate'])} | {r['mean_score']:.3f} | {_verdict_cell(r)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _verdict_cell(row: dict[str, Any]) -> str:
+    label = verdict_label(row["comparison_state"], row["regressed"])
+    return f"**{label}**" if row["regressed"] else label
 
 
 def summaries_markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["| set | latest run | pass rate | mean | trend | verdict |", "|---|---|---:|---:|---|---|"]
     for r in rows:
-        verdict = "**regressed**" if r["regressed"] else (r["comparison_state"] or "—")
+        verdict = _verdict_cell(r)
         lines.append(
             f"| {_cell(r['set_id'])} | `{r['run_id']}` | {percent(r['pass_rate'])} | {r['mean_score']:.3f} "
             f"| {sparkline(r['trend'])} | {verdict} |"
@@ -162,7 +181,7 @@ def summaries_markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 def retrieval_markdown(run: RetrievalRunResult) -> str:
     lines = [
-        f"### {run.set_id} · retriever `{run.retriever}` · run `{run.run_id}`",
+        f"### {run.set_id} · retriever {_code(run.retriever)} · run `{run.run_id}`",
         "",
         f"**Top-1 {percent(run.top1_hit_rate)}** ({run.top1_hits}/{run.question_count}) · "
         f"top-3 {percent(run.top3_hit_rate)} ({run.top3_hits}/{run.question_count}) · "
@@ -194,9 +213,22 @@ def comparison_markdown(result: Any) -> str:
         *[f"- {_inline(line)}" for line in comparison_lines(result)],
     ]
     if result.flips:
-        lines += ["", "| item | first | second | score delta |", "|---|---|---|---:|"]
-        for flip in result.flips:
-            lines.append(
-                f"| {_cell(flip.id)} | {percent(flip.first_pass_rate)} | {percent(flip.second_pass_rate)} | {flip.second_score - flip.first_score:+.3f} |"
-            )
+        lines += ["", *_flip_table(result)]
     return "\n".join(lines) + "\n"
+
+
+def _flip_table(result: Any) -> list[str]:
+    """The items that changed, in the words of ``compare``'s table (pass / fail, hit / miss)."""
+    if result.first.get("kind") == "retrieval":  # passed = top-1 hit, score = top-3 hit
+        lines = ["| question | first top-1 | second top-1 | first top-3 | second top-3 |", "|---|---|---|---|---|"]
+        for flip in result.flips:
+            rates = (flip.first_pass_rate, flip.second_pass_rate, flip.first_score, flip.second_score)
+            lines.append(f"| {_cell(flip.id)} | " + " | ".join(outcome_label(r, retrieval=True) for r in rates) + " |")
+        return lines
+    lines = ["| item | first | second | score delta |", "|---|---|---|---:|"]
+    for flip in result.flips:
+        lines.append(
+            f"| {_cell(flip.id)} | {outcome_label(flip.first_pass_rate)} | {outcome_label(flip.second_pass_rate)} "
+            f"| {flip.second_score - flip.first_score:+.3f} |"
+        )
+    return lines

@@ -15,7 +15,16 @@ from rich.table import Table
 from rich.text import Text as RichText
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
-from evalkit.report.text import clip, comparison_lines, instance, percent, printable, sparkline
+from evalkit.report.text import (
+    clip,
+    comparison_lines,
+    instance,
+    outcome_label,
+    percent,
+    printable,
+    sparkline,
+    verdict_label,
+)
 
 MAX_LISTED = 100
 
@@ -210,7 +219,8 @@ def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]
         [
             r["run_id"], str(r["started_at"]), instance(r["provider"], r["model"]), r["reported_model"] or "—", r["grader"],
             rate_cell(r), mean_cell(r), str(r["error_count"]),
-            Text(r["comparison_state"] or "—", style=verdict_style(r["comparison_state"], None)),
+            Text(verdict_label(r["comparison_state"], r["regressed"]),
+                 style=verdict_style(r["comparison_state"], r["regressed"])),
         ]
         for r in rows
     ]  # fmt: skip
@@ -252,7 +262,7 @@ def render_summaries(console: Console, rows: Sequence[dict[str, Any]]) -> None:
     names = ("set", "latest run", "provider/model", "grader", "pass rate", "mean", "trend", "baseline", "verdict")
     cells = []
     for r in rows:
-        verdict = "regressed" if r["regressed"] else (r["comparison_state"] or "—")
+        verdict = verdict_label(r["comparison_state"], r["regressed"])
         cells.append([
             r["set_id"], r["run_id"], instance(r["provider"], r["model"]), r["grader"], rate_cell(r),
             mean_cell(r), sparkline(r["trend"]), r["baseline_run_id"] or "—",
@@ -472,15 +482,12 @@ def render_comparison(console: Console, result: Any) -> None:
 
 
 def _hit_cell(rate: float) -> Text:
-    if rate in (0.0, 1.0):
-        return Text("hit", style="green") if rate else Text("miss", style="red")
-    return Text(percent(rate), style="yellow")
+    return _pass_cell(rate, retrieval=True)
 
 
-def _pass_cell(rate: float) -> Text:
-    if rate in (0.0, 1.0):
-        return Text("pass", style="green") if rate else Text("fail", style="red")
-    return Text(percent(rate), style="yellow")
+def _pass_cell(rate: float, retrieval: bool = False) -> Text:
+    style = ("red", "green")[int(rate)] if rate in (0.0, 1.0) else "yellow"
+    return Text(outcome_label(rate, retrieval), style=style)
 
 
 def render_baselines(console: Console, files: Sequence[BaselineFile], set_id: str | None) -> None:

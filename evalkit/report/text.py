@@ -40,6 +40,23 @@ def percent(rate: float | None) -> str:
     return "—" if rate is None else f"{rate * 100:.1f}%"
 
 
+def verdict_label(state: str | None, regressed: bool | None) -> str:
+    """A stored run's verdict in the history: ``regressed``, ``no regression`` for a run compared
+    without regressing, else its comparison state (``baseline``, ``not_compared`` ...)."""
+    if regressed:
+        return "regressed"
+    return "no regression" if state == "compared" else (state or "—")
+
+
+def outcome_label(rate: float, retrieval: bool = False) -> str:
+    """An item's outcome in ``evalkit compare``: ``pass`` / ``fail`` (a retrieval question: ``hit`` /
+    ``miss``) when every sample agreed, else the share that passed (shared by table and markdown)."""
+    if rate in (0.0, 1.0):
+        held, missed = ("hit", "miss") if retrieval else ("pass", "fail")
+        return held if rate else missed
+    return percent(rate)
+
+
 def clip(text: str | None, limit: int = 120) -> str:
     if text is None:
         return ""

@@ -9,7 +9,7 @@ from evalkit.store.store import Store, age_cutoff
 
 HISTORY_COLUMNS = (
     "run_id", "set_id", "kind", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
-    "item_count", "error_count", "started_at", "comparison_state",
+    "item_count", "error_count", "started_at", "comparison_state", "regressed",
 )  # fmt: skip
 
 

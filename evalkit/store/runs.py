@@ -18,6 +18,7 @@ from evalkit.records import (
     ServingRecord,
     Tolerances,
     Usage,
+    assertions_reason,
 )
 from evalkit.store.privacy import keeps_items, text_for
 from evalkit.store.store import Store
@@ -52,12 +53,11 @@ def metadata_reason(item: ItemResult) -> str:
     """A reason with no prompt or response text in it (for the metadata level)."""
     if item.error is not None:
         return "error: the call failed"
-    if item.assertions:
-        failed = [a.type for a in item.assertions if not a.passed]
-        total = len(item.assertions)
-        if not failed:
-            return f"{total}/{total} assertions hold"
-        return f"{total - len(failed)}/{total} assertions hold; failed: {', '.join(failed)}"
+    counted = [a for a in item.assertions if a.weight > 0]
+    if counted:  # the words of the grader's reason, with each failed assertion's type for its reason
+        failed = [a.type for a in counted if not a.passed]
+        threshold = None if item.threshold is None else (item.score, item.threshold, item.passed)
+        return assertions_reason(failed, len(counted), threshold=threshold)
     if item.yardstick and item.yardstick.startswith("decision"):
         return f"decision score {item.score:.2f}"
     return "passed" if item.passed else "failed"

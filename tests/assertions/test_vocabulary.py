@@ -38,6 +38,9 @@ def verdict(response, context):
 def passing_verdict(response, context):
     return {"pass": True, "score": 0.9}
 
+def polite(response, context):
+    return {"pass": True, "reason": "no rude words"}
+
 def raises(response, context):
     raise ValueError("the check broke on " + repr(response))
 
@@ -353,6 +356,14 @@ def test_a_python_dict_gives_its_verdict_score_and_reason() -> None:
     assert (held.passed, held.value) == (True, 0.9)
 
 
+def test_a_python_reason_is_reported_when_the_check_holds() -> None:
+    held = one("python", "checks.py:polite", "x")
+    assert (held.passed, held.value, held.reason) == (True, 1.0, "no rude words")
+    assert grade([{"python": "checks.py:polite"}], "x").reason == "assertion holds: no rude words"
+    both = grade([{"python": "checks.py:polite"}, FAILS], "x")
+    assert both.reason == "1 of 2 assertions failed: contains 'Friday': not found; held: no rude words"
+
+
 def test_the_negation_of_a_score_is_its_complement() -> None:
     negated = one("not_python", "checks.py:three_tenths", "x")
     assert negated.passed
@@ -410,7 +421,7 @@ def test_the_long_form_weighs_the_score() -> None:
     result = grade([{**HOLDS, "weight": 3}, {**FAILS, "weight": 1}], "Monday")
     assert result.score == 0.75
     assert not result.passed
-    assert result.reason == "contains 'Friday': not found"
+    assert result.reason == "1 of 2 assertions failed: contains 'Friday': not found"
     assert [(a.type, a.passed, a.weight) for a in result.assertions] == [
         ("contains", True, 3.0),
         ("contains", False, 1.0),
@@ -441,10 +452,15 @@ def test_a_threshold_passes_a_prompt_whose_weighted_score_reaches_it() -> None:
     assertions = [{**HOLDS, "weight": 3}, {**FAILS, "weight": 1}]
     reached = grade(assertions, "Monday", threshold=0.75)
     assert (reached.passed, reached.score) == (True, 0.75)
-    assert reached.reason == "score 0.75 reaches the threshold 0.75 (1 of 2 assertions failed)"
+    assert (
+        reached.reason
+        == "score 0.75 reaches the threshold 0.75; 1 of 2 assertions failed: contains 'Friday': not found"
+    )
     below = grade(assertions, "Monday", threshold=0.8)
     assert (below.passed, below.score) == (False, 0.75)
-    assert below.reason == "score 0.75 is below the threshold 0.8: contains 'Friday': not found"
+    assert (
+        below.reason == "score 0.75 is below the threshold 0.8; 1 of 2 assertions failed: contains 'Friday': not found"
+    )
 
 
 def test_a_threshold_counts_python_scores_and_ignores_weight_zero() -> None:
@@ -456,7 +472,9 @@ def test_a_threshold_counts_python_scores_and_ignores_weight_zero() -> None:
     result = grade(assertions, "Monday", threshold=0.5)
     assert result.score == pytest.approx((2 * 0.3 + 1) / 3)
     assert result.passed
-    assert result.reason == "score 0.53 reaches the threshold 0.5 (1 of 2 assertions failed)"
+    assert result.reason == (  # the weight-0 assertion that failed is not counted
+        "score 0.53 reaches the threshold 0.5; 1 of 2 assertions failed: python checks.py:three_tenths: scored 0.3"
+    )
 
 
 def test_without_a_threshold_a_python_score_above_one_half_passes_the_prompt_at_its_score() -> None:

@@ -340,9 +340,31 @@ def test_the_json_scores_are_weighted_and_thresholds_decide(cli: Any, write_file
         "scored": (True, pytest.approx((0.7 + 2) / 3)),
         "everything": (True, 1.0),
     }
-    assert items["weighted"]["reason"] == "contains 'Sunday': not found"
-    assert items["reaches"]["reason"] == "score 0.75 reaches the threshold 0.75 (1 of 2 assertions failed)"
-    assert items["below"]["reason"] == "score 0.75 is below the threshold 0.8: contains 'Sunday': not found"
+    assert items["weighted"]["reason"] == "1 of 2 assertions failed: contains 'Sunday': not found"
+    assert items["reaches"]["reason"] == (
+        "score 0.75 reaches the threshold 0.75; 1 of 2 assertions failed: contains 'Sunday': not found"
+    )
+    assert items["below"]["reason"] == (
+        "score 0.75 is below the threshold 0.8; 1 of 2 assertions failed: contains 'Sunday': not found"
+    )
+
+
+def test_show_gives_the_reason_of_run_in_its_words_and_counts(cli: Any, write_file: Any) -> None:
+    """At privacy metadata the store keeps no text: each failed assertion is named by its type,
+    and the count is the one run gave (weight 0 is not counted)."""
+    document = replay_run(cli, write_file)
+    shown = json.loads(cli("show", document["run_id"], "--format", "json").stdout)
+    reasons = {item["id"]: item["reason"] for item in shown["items"]}
+    assert reasons == {
+        "weighted": "1 of 2 assertions failed: contains",
+        "reaches": "score 0.75 reaches the threshold 0.75; 1 of 2 assertions failed: contains",
+        "below": "score 0.75 is below the threshold 0.8; 1 of 2 assertions failed: contains",
+        "scored": "all 2 assertions hold",
+        "everything": "all 3 assertions hold",
+    }
+    printed = {item["id"]: item["reason"] for item in document["items"]}
+    assert printed["reaches"].removesuffix(" 'Sunday': not found") == reasons["reaches"]
+    assert printed["scored"] == reasons["scored"]
 
 
 def test_the_json_aggregates_agree_with_the_items(cli: Any, write_file: Any) -> None:
@@ -375,7 +397,8 @@ def test_latency_ms_on_a_replayed_answer_has_no_verdict(cli: Any, write_file: An
     item = json.loads(result.stdout)["items"][0]
     assert item["assertions"] == [entry("latency_ms", False, 0.0, 1.0), entry("not_latency_ms", False, 0.0, 1.0)]
     assert item["reason"] == (
-        "latency_ms: the answer has no recorded latency; not_latency_ms: latency_ms: the answer has no recorded latency"
+        "2 of 2 assertions failed: latency_ms: the answer has no recorded latency; "
+        "not_latency_ms: latency_ms: the answer has no recorded latency"
     )
 
 
@@ -417,7 +440,7 @@ def test_latency_ms_measures_the_call_and_a_cached_answer_keeps_its_latency(
         assert item["latency_ms"] >= DELAY_S * 1000
         assert "cached" not in item
     assert fresh["slow"]["passed"] is False
-    assert fresh["slow"]["reason"].startswith("latency_ms: took ")
+    assert fresh["slow"]["reason"].startswith("1 of 2 assertions failed: latency_ms: took ")
     assert fresh["slow"]["reason"].endswith(" ms, more than 100 ms")
     assert fresh["patient"]["passed"] is True
 
@@ -473,7 +496,10 @@ def test_cost_prices_the_servers_token_counts(cli: Any, fake_llm: FakeServer, wr
     document = json.loads(result.stdout)
     items = {item["id"]: item for item in document["items"]}
     assert (items["cheap-enough"]["passed"], items["cheap-enough"]["reason"]) == (True, "assertion holds")
-    assert (items["too-dear"]["passed"], items["too-dear"]["reason"]) == (False, "cost: $0.200000, more than $0.15")
+    assert (items["too-dear"]["passed"], items["too-dear"]["reason"]) == (
+        False,
+        "assertion failed: cost: $0.200000, more than $0.15",
+    )
     assert (items["not-cheap"]["passed"], items["not-cheap"]["reason"]) == (True, "assertion holds")
     assert document["cost"] == pytest.approx(0.6)
     assert fake_llm.calls == 3

@@ -291,7 +291,7 @@ def test_markdown_names_scope_verdict_flips_gate_and_failures(cli, project: Fake
     assert "**Pass rate 80.0%** (8/10) (-20.0 pp against the baseline) · mean score 0.800 (-0.200)" in text
     assert "- pass rate 0.80 (8/10) is below the minimum 0.9" in text
     assert "- **Regressed (passed in the baseline, fail now):** `q5`, `q6`" in text
-    assert "| q5 | fail | 0.00 | contains 'right': not found |" in text
+    assert "| q5 | fail | 0.00 | assertion failed: contains 'right': not found |" in text
     suite = ET.parse(isolated / "j.xml").getroot().find("testsuite")
     assert suite is not None
     cases = {c.get("name"): c for c in suite.iter("testcase")}

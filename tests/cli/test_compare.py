@@ -184,8 +184,8 @@ def test_markdown(cli: Any, pair: tuple[RunResult, RunResult]) -> None:
     assert lines[2] == "demo.set: fake/alias-1 -> fake/alias-1"
     assert "- Paired items: 10 (1 only in the first run, 1 only in the second)" in lines
     assert "| item | first | second | score delta |" in lines
-    assert "| p5 | 100.0% | 0.0% | -1.000 |" in lines
-    assert "| p9 | 0.0% | 0.0% | +0.500 |" in lines
+    assert "| p5 | pass | fail | -1.000 |" in lines  # the words of the table, not rates
+    assert "| p9 | fail | fail | +0.500 |" in lines
 
 
 def test_identical_runs_change_nothing(cli: Any, db_file: Path) -> None:

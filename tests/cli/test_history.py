@@ -9,7 +9,7 @@ import pytest
 
 from evalkit.records import ServingRecord
 from evalkit.store import Store, save_run
-from tests.conftest import write
+from tests.conftest import write, wrong_answers
 from tests.factories import run_of
 from tests.fakeserver import FakeServer
 
@@ -44,7 +44,7 @@ def test_report_json_lists_runs_newest_first(cli, history) -> None:
     assert [r["run_id"] for r in runs] == [history[2].run_id, history[3].run_id, history[1].run_id, history[0].run_id]
     assert set(runs[0]) == {
         "run_id", "set", "kind", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
-        "item_count", "error_count", "started_at", "comparison_state",
+        "item_count", "error_count", "started_at", "comparison_state", "regressed",
     }  # fmt: skip
     assert runs[0]["set"] == "hist.a"
     assert runs[0]["pass_rate"] == 0.25
@@ -160,3 +160,27 @@ def test_the_trend_follows_the_latest_runs_instance_not_the_whole_matrix(cli, db
     assert "a/alias-a" in table
     assert "███" in table
     assert "▁" not in table
+
+
+def test_report_of_a_set_says_which_runs_regressed(cli, isolated: Path, fake_llm: FakeServer) -> None:
+    lines = "".join(f"  - {{id: q{i}, prompt: 'question {i}', assertions: [{{contains: right}}]}}\n" for i in range(4))
+    project = wrong_answers(isolated, fake_llm, "sets/v.yaml", f"id: hist.v\nname: Verdicts\nprompts:\n{lines}")
+    assert cli("run", "sets/v.yaml", "--no-cache").exit_code == 0  # the baseline
+    assert cli("run", "sets/v.yaml", "--no-cache").exit_code == 0  # compared: no regression
+    project.wrong = {0, 1}  # type: ignore[attr-defined]
+    assert cli("run", "sets/v.yaml", "--no-cache", "--fail-on-regression").exit_code == 1  # regressed
+    runs = json.loads(cli("report", "hist.v", "--format", "json").stdout)["runs"]
+    assert [(r["comparison_state"], r["regressed"]) for r in runs] == [
+        ("compared", True), ("compared", False), ("baseline", False),
+    ]  # fmt: skip
+    table = cli("report", "hist.v")
+    verdicts = [
+        line.split("│")[-1].strip()
+        for line in table.stdout.splitlines()
+        if line.startswith(tuple(r["run_id"] for r in runs))
+    ]
+    assert verdicts == ["regressed", "no regression", "baseline"]
+    markdown = cli("report", "hist.v", "--format", "markdown").stdout.splitlines()
+    assert [line.rsplit("|", 2)[-2].strip() for line in markdown if line.startswith("| `")] == [
+        "**regressed**", "no regression", "baseline",
+    ]  # fmt: skip

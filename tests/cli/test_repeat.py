@@ -97,8 +97,8 @@ def test_table_shows_the_repeat_columns_and_the_interval(cli: Any, project: Fake
     ]  # fmt: skip
     assert table_rows(result.stdout) == [
         ["always", "yes", "yes", "3/3", "", "1.00", ""],
-        ["never", "no", "no", "0/3", "", "0.00", "contains 'right': not found"],
-        ["flaky", "yes", "no", "2/3", "flaky", "0.67", "contains 'right': not found"],
+        ["never", "no", "no", "0/3", "", "0.00", "assertion failed: contains 'right': not found"],
+        ["flaky", "yes", "no", "2/3", "flaky", "0.67", "assertion failed: contains 'right': not found"],
     ]
     interval = stats.clopper_pearson(5, 9)
     assert (

@@ -677,3 +677,21 @@ def test_a_retrieval_run_id_names_its_stored_start(cli: Any, ten: Search, monkey
     doc = retrieval(cli).doc
     started = datetime.fromisoformat(doc["started_at"])
     assert doc["run_id"][:15] == f"{started:%Y%m%d-%H%M%S}"
+
+
+def test_compare_markdown_says_hit_and_miss_as_the_table_does(cli: Any, ten: Search) -> None:
+    first = retrieval(cli).doc["run_id"]
+    ten.ranks.update({0: 2, 1: 0})  # q0: top-3 only; q1: not at all
+    second = retrieval(cli).doc["run_id"]
+    table = cli("compare", first, second)
+    assert [
+        line.replace("│", " ").split() for line in table.stdout.splitlines() if line.startswith(("q0 ", "q1 "))
+    ] == [
+        ["q0", "hit", "miss", "hit", "hit"],
+        ["q1", "hit", "miss", "hit", "miss"],
+    ]
+    markdown = cli("compare", first, second, "--format", "markdown")
+    assert markdown.exit_code == 0, markdown.output
+    assert "| question | first top-1 | second top-1 | first top-3 | second top-3 |" in markdown.stdout
+    assert "| q0 | hit | miss | hit | hit |" in markdown.stdout
+    assert "| q1 | hit | miss | hit | miss |" in markdown.stdout

@@ -106,7 +106,7 @@ def test_metadata_keeps_verdicts_but_no_text(cli, privacy_project, db_file: Path
     assert (item_id, passed, score) == ("one", False, 0.0)
     assert latency is not None
     assert (prompt, system, response, serving) == (None, None, None, None)
-    assert reason == "0/1 assertions hold; failed: contains"
+    assert reason == "assertion failed: contains"
     text = stored_text(db_file)
     assert "example" not in text
     assert "not in the answer" not in text
