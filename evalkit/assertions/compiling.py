@@ -128,7 +128,8 @@ def _compiled_schema(canonical: str) -> Any:
     except RecursionError:
         raise AssertionValueError("invalid JSON Schema: nested too deeply to check; flatten it") from None
     # An empty registry retrieves nothing: no schema makes evalkit fetch a URL while grading.
-    return validator_class(schema, registry=Registry())
+    # ``format`` is asserted, as promptfoo's ajv-formats does (README, Assertions).
+    return validator_class(schema, registry=Registry(), format_checker=_format_checker())
 
 
 SCHEMA_PATTERN_TIMEOUT_S = 1.0
@@ -149,9 +150,24 @@ def _is_pattern(instance: object) -> bool:
     return True
 
 
+# Draft 2020-12's formats (its validation vocabulary, section 7.3)
+FORMATS = frozenset(
+    {"date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
+     "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+     "relative-json-pointer", "regex"}
+)  # fmt: skip
+
+
+def unchecked_formats() -> frozenset[str]:
+    """The Draft 2020-12 formats that no installed library checks: they hold for any string
+    (README, Assertions, lists them)."""
+    return FORMATS - set(_format_checker().checkers)
+
+
 @functools.cache
 def _format_checker() -> Any:
-    """Draft 2020-12's format checks for checking a schema, with ``regex`` read by the regex engine."""
+    """Draft 2020-12's format checks (those jsonschema has a library for: pyproject.toml declares
+    them), with ``regex`` read by the regex engine; for checking a schema and for grading."""
     from jsonschema import Draft202012Validator, FormatChecker
 
     checker = FormatChecker(formats=())

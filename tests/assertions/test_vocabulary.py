@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -326,6 +327,52 @@ def test_a_regex_that_gives_up_fails_its_negation_too() -> None:
 )
 def test_edges(kind: str, value: Any, response: str, passed: bool) -> None:
     assert one(kind, value, response, Context(latency_ms=0.5)).passed is passed
+
+
+# (format, a string of it, a string that is not): what promptfoo's ajv-formats refuses, evalkit does
+FORMATS = [
+    ("email", "ada@example.org", "x"),
+    ("date", "2026-12-02", "02/12/2026"),
+    ("date-time", "2026-12-02T09:10:00Z", "2026-12-02 09:10"),
+    ("time", "09:10:00+01:00", "9am"),
+    ("uri", "https://example.org/a?b=c", "example.org/a"),
+    ("uri-reference", "../a?b=c", "\\\\server\\share"),
+    ("uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380", "2eb8aa08-aa98-11ea-b4aa-73b441d1638"),
+    ("ipv4", "192.168.0.1", "192.168.0.256"),
+    ("ipv6", "::1", "12345::"),
+    ("hostname", "example.org", "-a-.org"),
+    ("json-pointer", "/a/b~0", "a/b"),
+    ("uri-template", "https://example.org/{id}", "https://example.org/{id"),
+    ("regex", "^a+$", "^(abc]"),
+]
+
+
+@pytest.mark.parametrize(("kind", "wrap"), [("json_schema", "{}"), ("contains_json", "The record: {} as asked.")])
+@pytest.mark.parametrize(("name", "good", "bad"), FORMATS, ids=[f[0] for f in FORMATS])
+def test_a_schema_format_is_asserted(kind: str, wrap: str, name: str, good: str, bad: str) -> None:
+    schema = {"type": "object", "properties": {"field": {"type": "string", "format": name}}}
+    assert one(kind, schema, wrap.format(json.dumps({"field": good}))).passed
+    failed = one(kind, schema, wrap.format(json.dumps({"field": bad})))
+    assert not failed.passed
+    assert failed.reason == f"{kind}: $.field: {bad!r} is not a {name!r}"
+
+
+def test_a_format_as_a_json_string_schema_is_asserted_too() -> None:
+    schema = json.dumps({"properties": {"email": {"format": "email"}}})
+    assert not one("json_schema", schema, '{"email": "x"}').passed
+    assert one("json_schema", schema, '{"email": "ada@example.org"}').passed
+
+
+def test_the_formats_no_library_checks_are_those_the_readme_lists() -> None:
+    # pyproject.toml declares a checker for every other Draft 2020-12 format
+    from evalkit.assertions.compiling import unchecked_formats
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"formats no library checks \(([^)]*)\)", readme)
+    assert listed is not None
+    assert (
+        set(re.findall(r"`([a-z-]+)`", listed.group(1))) == unchecked_formats() == {"duration", "iri", "iri-reference"}
+    )
 
 
 def test_latency_and_cost_hold_at_their_bound() -> None:
