@@ -19,8 +19,8 @@ import pytest
 
 from evalkit import load_set
 from evalkit.assertions.registry import Context
-from evalkit.graders.deterministic import DeterministicGrader, grade_assertions
-from evalkit.records import AssertionResult, CallFacts, Grade, Prompt, PromptSet
+from evalkit.graders.deterministic import DeterministicGrader, check, grade_assertions
+from evalkit.records import Assertion, AssertionResult, CallFacts, Grade, Prompt, PromptSet
 from tests.assertions.test_registry import DESIGN_41
 
 CHECKS = """
@@ -516,3 +516,42 @@ def test_a_threshold_of_zero_passes_everything_and_of_one_needs_every_counted_po
     assert grade([FAILS], "Monday", threshold=0).passed
     assert not grade([{"python": "checks.py:passing_verdict"}], "x", threshold=1).passed
     assert grade([HOLDS, {**FAILS, "weight": 0}], "Monday", threshold=1).passed
+
+
+# --- levenshtein's work is bounded ------------------------------------------------------------
+
+MEGABYTE_TEXT = "".join(chr(97 + (i * 7919 + i // 26) % 26) for i in range(1_000_000))
+
+
+def megabyte_apart(edits: int) -> str:
+    """MEGABYTE_TEXT with ``edits`` characters substituted, spread over its whole length."""
+    chars = list(MEGABYTE_TEXT)
+    for n in range(edits):
+        chars[(n * 2 + 1) * len(chars) // (edits * 2)] = "#"
+    return "".join(chars)
+
+
+def levenshtein(value: str, limit: int, response: str, negated: bool = False) -> AssertionResult:
+    kind = "not_levenshtein" if negated else "levenshtein"
+    return check(Assertion(kind, {"value": value, "max": limit}), response)
+
+
+@pytest.mark.timeout(30)
+def test_levenshtein_on_megabyte_texts_works_within_the_band_of_max() -> None:
+    # the whole table of two 1 MB texts is 10^12 cells: the band of max is 31 diagonals
+    assert levenshtein(MEGABYTE_TEXT, 15, megabyte_apart(15)).passed
+    failed = levenshtein(MEGABYTE_TEXT, 15, megabyte_apart(16))
+    assert not failed.passed
+    assert failed.reason.startswith("levenshtein: more than 15 edits from ")
+    assert not levenshtein(MEGABYTE_TEXT, 15, MEGABYTE_TEXT[::-1]).passed
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("negated", [False, True], ids=["levenshtein", "not_levenshtein"])
+def test_levenshtein_gives_up_past_its_bound_and_says_so(negated: bool) -> None:
+    result = levenshtein(MEGABYTE_TEXT, 100_000, MEGABYTE_TEXT[::-1], negated)
+    assert not result.passed  # no verdict: neither form holds
+    assert result.reason == ("not_levenshtein: " if negated else "") + (
+        "levenshtein: gave up: 1,000,000 and 1,000,000 characters within 100,000 edits would take "
+        "1,000,000,000,000 steps (at most 1,000,000,000); lower max or shorten the value"
+    )
