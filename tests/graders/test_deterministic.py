@@ -487,6 +487,58 @@ def test_slow_regexes_take_turns_so_each_gets_its_whole_time_limit(monkeypatch: 
     assert all("gave up after 0.2 s" in r.assertions[0].reason for r in results)
 
 
+def gave_up(pattern: str, why: str) -> str:
+    return f"regex {pattern}: gave up{why} (catastrophic backtracking?)"
+
+
+@pytest.mark.timeout(30)
+def test_a_prompts_slow_regexes_share_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # three catastrophic regexes in one prompt take one limit, not three
+    import asyncio
+
+    from evalkit.graders.deterministic import DeterministicGrader
+
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
+    hostile = [CATASTROPHIC, "(aa|a)+$", "(a|aaa)+$"]
+    prompt = load_prompt([*({"regex": r} for r in hostile), {"regex": "^a+"}])
+    result = asyncio.run(DeterministicGrader().grade(None, prompt, NEAR_MISS, None))  # type: ignore[arg-type]
+    assert [a.reason for a in result.assertions[:3]] == [
+        gave_up(CATASTROPHIC, " after 0.2 s"),
+        gave_up("(aa|a)+$", ": this prompt's 0.2 s of regex time is spent"),
+        gave_up("(a|aaa)+$", ": this prompt's 0.2 s of regex time is spent"),
+    ]
+    assert result.assertions[3].passed  # a quick search still gets its verdict
+
+
+@pytest.mark.timeout(30)
+def test_a_runs_slow_regexes_share_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each hostile prompt took its whole limit, one after another: a run's grading time grew by
+    # a second per hostile prompt without bound
+    import asyncio
+
+    from evalkit.graders.deterministic import DeterministicGrader
+
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(patterns, "RUN_REGEX_S", 0.5)
+    prompt = load_prompt([{"regex": CATASTROPHIC}, {"regex": "^a+"}])
+    grader = DeterministicGrader()
+
+    async def main() -> list[Grade]:
+        return [await grader.grade(None, prompt, NEAR_MISS, None) for _ in range(8)]  # type: ignore[arg-type]
+
+    results = asyncio.run(main())
+    whole, spent = (
+        gave_up(CATASTROPHIC, " after 0.2 s"),
+        gave_up(CATASTROPHIC, ": the run's 0.5 s of regex time is spent"),
+    )
+    reasons = [r.assertions[0].reason for r in results]
+    # a search that gives up has taken its whole limit: two of 0.2 s leave less than one
+    assert reasons[0] == whole
+    assert reasons[1] in (whole, spent)
+    assert reasons[2:] == [spent] * 6
+    assert all(r.assertions[1].passed for r in results)  # quick searches still get their verdicts
+
+
 @pytest.mark.timeout(30)
 def test_nested_quantifier_without_match_fails() -> None:
     result = grade([{"regex": "(a+)+$"}], NEAR_MISS)
