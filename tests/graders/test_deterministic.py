@@ -585,3 +585,34 @@ def test_run_with_a_catastrophic_regex_grades_the_other_prompts(cli: Any, write_
     assert items["days"]["passed"] is True
     assert items["answer"]["passed"] is True
     assert (document["prompt_count"], document["passed_count"], document["error_count"]) == (3, 2, 0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.slow
+def test_a_run_of_many_hostile_prompts_spends_its_regex_time_once_and_stores_every_verdict(
+    cli: Any, write_file: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(patterns, "RUN_REGEX_S", 0.5)
+    ids = [f"hostile{n:02}" for n in range(12)]
+    write_file("evalkit.yaml", "providers: [{id: rec, adapter: replay, path: answers.jsonl}]\n")
+    write_file(
+        "answers.jsonl", "".join(json.dumps({"id": i, "response": NEAR_MISS, "model": "m1"}) + "\n" for i in ids)
+    )
+    prompts = "".join(
+        f"  - {{id: {i}, prompt: Say a lot of a., assertions: [{{regex: '{CATASTROPHIC}'}}]}}\n" for i in ids
+    )
+    write_file("set.yaml", f"id: graders.hostile\nname: Hostile\nprompts:\n{prompts}")
+    result = cli("run", "set.yaml", "--format", "json", "--concurrency", "4")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    items = document["items"]
+    spent = gave_up(CATASTROPHIC, ": the run's 0.5 s of regex time is spent")
+    assert sorted(item["id"] for item in items) == ids
+    # two searches of 0.2 s leave the run less than one: every later prompt is cut short
+    assert sum(item["reason"] != spent for item in items) <= 2
+    assert all(not item["passed"] and item["error"] is None for item in items)
+    shown = cli("show", document["run_id"], "--format", "json")
+    assert shown.exit_code == 0, shown.stderr
+    stored = json.loads(shown.stdout)["items"]
+    assert sorted(item["id"] for item in stored if not item["passed"]) == ids
