@@ -16,11 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import re
+import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from evalkit.assertions.regexshape import REGEX_MAX_DEPTH, REGEX_MAX_SIZE, SIZE_CAP, regex_shape
-from evalkit.assertions.registry import AssertionValueError
+from evalkit.assertions.registry import AssertionValueError, Context, RegexClock
 
 REGEX_FLAGS = "imsxu"
 _DELIMITED = re.compile(r"\A/(.*)/([A-Za-z]*)\Z", re.DOTALL)
@@ -187,9 +189,50 @@ def _validator_class() -> Any:
     return extend(Draft202012Validator, schemakeywords.keywords(_search))
 
 
+MIN_SEARCH_S = 0.01  # a search's time once the prompt's and the run's regex time are spent
+# the context of the assertion whose schema is being applied (``jsondoc.validate`` sets it): its
+# patterns are searched under the same time limits as regex assertions
+SEARCHING: ContextVar[Context | None] = ContextVar("evalkit_schema_searching", default=None)
+
+
+class SlowRegex(Exception):
+    """A regex outlived the grader's in-loop budget: grade again off the event loop."""
+
+
+class RegexGaveUp(Exception):
+    """A search outlived its time limit; ``why`` says which, for a reason."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def search_slowly(pattern: Any, text: str, clock: RegexClock | None, timeout_s: float) -> bool:
+    """Whether ``pattern`` matches in ``text``, searched for what ``clock`` allows (at least
+    MIN_SEARCH_S), or for ``timeout_s`` without one; RegexGaveUp past it."""
+    spent = None if clock is None else clock.spent()
+    timeout = timeout_s if clock is None else max(clock.allowance(), MIN_SEARCH_S)
+    started = time.perf_counter()
+    try:
+        return pattern.search(text, timeout=timeout, concurrent=True) is not None
+    except TimeoutError:
+        raise RegexGaveUp(f"gave up after {timeout:g} s" if spent is None else f"gave up: {spent}") from None
+    finally:
+        if clock is not None:
+            clock.spend(time.perf_counter() - started)
+
+
 def _search(pattern: str, text: str) -> bool:
-    """Whether ``pattern`` matches somewhere in ``text``; TimeoutError past the time limit."""
-    return schema_pattern(pattern).search(text, timeout=SCHEMA_PATTERN_TIMEOUT_S) is not None
+    """Whether a schema's ``pattern`` matches somewhere in ``text``, under the time limits of the
+    assertion's context (SEARCHING): SlowRegex past the in-loop budget, RegexGaveUp past a limit."""
+    compiled = schema_pattern(pattern)
+    context = SEARCHING.get()
+    if context is not None and context.regex_budget_s is not None:
+        try:
+            return compiled.search(text, timeout=context.regex_budget_s) is not None
+        except TimeoutError:
+            raise SlowRegex from None
+    return search_slowly(compiled, text, None if context is None else context.regex_clock, SCHEMA_PATTERN_TIMEOUT_S)
 
 
 def _schema_resources(schema: dict[str, Any]) -> list[Any]:
