@@ -9,6 +9,7 @@ Sets are written as JSON (which is YAML) into the test's working folder, loaded 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import textwrap
@@ -520,12 +521,15 @@ def test_a_threshold_of_zero_passes_everything_and_of_one_needs_every_counted_po
 
 # --- levenshtein's work is bounded ------------------------------------------------------------
 
-MEGABYTE_TEXT = "".join(chr(97 + (i * 7919 + i // 26) % 26) for i in range(1_000_000))
+
+@functools.cache
+def megabyte_text() -> str:
+    return "".join(chr(97 + (i * 7919 + i // 26) % 26) for i in range(1_000_000))
 
 
 def megabyte_apart(edits: int) -> str:
-    """MEGABYTE_TEXT with ``edits`` characters substituted, spread over its whole length."""
-    chars = list(MEGABYTE_TEXT)
+    """megabyte_text() with ``edits`` characters substituted, spread over its whole length."""
+    chars = list(megabyte_text())
     for n in range(edits):
         chars[(n * 2 + 1) * len(chars) // (edits * 2)] = "#"
     return "".join(chars)
@@ -539,17 +543,17 @@ def levenshtein(value: str, limit: int, response: str, negated: bool = False) ->
 @pytest.mark.timeout(30)
 def test_levenshtein_on_megabyte_texts_works_within_the_band_of_max() -> None:
     # the whole table of two 1 MB texts is 10^12 cells: the band of max is 31 diagonals
-    assert levenshtein(MEGABYTE_TEXT, 15, megabyte_apart(15)).passed
-    failed = levenshtein(MEGABYTE_TEXT, 15, megabyte_apart(16))
+    assert levenshtein(megabyte_text(), 15, megabyte_apart(15)).passed
+    failed = levenshtein(megabyte_text(), 15, megabyte_apart(16))
     assert not failed.passed
     assert failed.reason.startswith("levenshtein: more than 15 edits from ")
-    assert not levenshtein(MEGABYTE_TEXT, 15, MEGABYTE_TEXT[::-1]).passed
+    assert not levenshtein(megabyte_text(), 15, megabyte_text()[::-1]).passed
 
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("negated", [False, True], ids=["levenshtein", "not_levenshtein"])
 def test_levenshtein_gives_up_past_its_bound_and_says_so(negated: bool) -> None:
-    result = levenshtein(MEGABYTE_TEXT, 100_000, MEGABYTE_TEXT[::-1], negated)
+    result = levenshtein(megabyte_text(), 100_000, megabyte_text()[::-1], negated)
     assert not result.passed  # no verdict: neither form holds
     assert result.reason == ("not_levenshtein: " if negated else "") + (
         "levenshtein: gave up: 1,000,000 and 1,000,000 characters within 100,000 edits would take "
