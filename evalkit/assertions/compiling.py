@@ -16,11 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import re
+import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from evalkit.assertions.regexshape import REGEX_MAX_DEPTH, REGEX_MAX_SIZE, SIZE_CAP, regex_shape
-from evalkit.assertions.registry import AssertionValueError
+from evalkit.assertions.registry import AssertionValueError, Context, RegexClock
 
 REGEX_FLAGS = "imsxu"
 _DELIMITED = re.compile(r"\A/(.*)/([A-Za-z]*)\Z", re.DOTALL)
@@ -128,7 +130,8 @@ def _compiled_schema(canonical: str) -> Any:
     except RecursionError:
         raise AssertionValueError("invalid JSON Schema: nested too deeply to check; flatten it") from None
     # An empty registry retrieves nothing: no schema makes evalkit fetch a URL while grading.
-    return validator_class(schema, registry=Registry())
+    # ``format`` is asserted, as promptfoo's ajv-formats does (README, Assertions).
+    return validator_class(schema, registry=Registry(), format_checker=_format_checker())
 
 
 SCHEMA_PATTERN_TIMEOUT_S = 1.0
@@ -149,9 +152,24 @@ def _is_pattern(instance: object) -> bool:
     return True
 
 
+# Draft 2020-12's formats (its validation vocabulary, section 7.3)
+FORMATS = frozenset(
+    {"date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
+     "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+     "relative-json-pointer", "regex"}
+)  # fmt: skip
+
+
+def unchecked_formats() -> frozenset[str]:
+    """The Draft 2020-12 formats that no installed library checks: they hold for any string
+    (README, Assertions, lists them)."""
+    return FORMATS - set(_format_checker().checkers)
+
+
 @functools.cache
 def _format_checker() -> Any:
-    """Draft 2020-12's format checks for checking a schema, with ``regex`` read by the regex engine."""
+    """Draft 2020-12's format checks (those jsonschema has a library for: pyproject.toml declares
+    them), with ``regex`` read by the regex engine; for checking a schema and for grading."""
     from jsonschema import Draft202012Validator, FormatChecker
 
     checker = FormatChecker(formats=())
@@ -171,9 +189,50 @@ def _validator_class() -> Any:
     return extend(Draft202012Validator, schemakeywords.keywords(_search))
 
 
+MIN_SEARCH_S = 0.01  # a search's time once the prompt's and the run's regex time are spent
+# the context of the assertion whose schema is being applied (``jsondoc.validate`` sets it): its
+# patterns are searched under the same time limits as regex assertions
+SEARCHING: ContextVar[Context | None] = ContextVar("evalkit_schema_searching", default=None)
+
+
+class SlowRegex(Exception):
+    """A regex outlived the grader's in-loop budget: grade again off the event loop."""
+
+
+class RegexGaveUp(Exception):
+    """A search outlived its time limit; ``why`` says which, for a reason."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def search_slowly(pattern: Any, text: str, clock: RegexClock | None, timeout_s: float) -> bool:
+    """Whether ``pattern`` matches in ``text``, searched for what ``clock`` allows (at least
+    MIN_SEARCH_S), or for ``timeout_s`` without one; RegexGaveUp past it."""
+    spent = None if clock is None else clock.spent()
+    timeout = timeout_s if clock is None else max(clock.allowance(), MIN_SEARCH_S)
+    started = time.perf_counter()
+    try:
+        return pattern.search(text, timeout=timeout, concurrent=True) is not None
+    except TimeoutError:
+        raise RegexGaveUp(f"gave up after {timeout:g} s" if spent is None else f"gave up: {spent}") from None
+    finally:
+        if clock is not None:
+            clock.spend(time.perf_counter() - started)
+
+
 def _search(pattern: str, text: str) -> bool:
-    """Whether ``pattern`` matches somewhere in ``text``; TimeoutError past the time limit."""
-    return schema_pattern(pattern).search(text, timeout=SCHEMA_PATTERN_TIMEOUT_S) is not None
+    """Whether a schema's ``pattern`` matches somewhere in ``text``, under the time limits of the
+    assertion's context (SEARCHING): SlowRegex past the in-loop budget, RegexGaveUp past a limit."""
+    compiled = schema_pattern(pattern)
+    context = SEARCHING.get()
+    if context is not None and context.regex_budget_s is not None:
+        try:
+            return compiled.search(text, timeout=context.regex_budget_s) is not None
+        except TimeoutError:
+            raise SlowRegex from None
+    return search_slowly(compiled, text, None if context is None else context.regex_clock, SCHEMA_PATTERN_TIMEOUT_S)
 
 
 def _schema_resources(schema: dict[str, Any]) -> list[Any]:

@@ -17,7 +17,7 @@ import math
 import re
 from typing import Any
 
-from evalkit.assertions.compiling import compile_json_schema
+from evalkit.assertions.compiling import SEARCHING, RegexGaveUp, compile_json_schema
 from evalkit.assertions.excerpt import excerpt
 from evalkit.assertions.registry import HELD, AssertionValueError, Context, Outcome, Where, register
 from evalkit.assertions.text import WHITESPACE
@@ -49,18 +49,23 @@ def _schema_check(value: Any, where: Where) -> Any:
     return compile_json_schema(value)
 
 
-def validate(validator: Any, document: Any, name: str) -> Outcome:
+def validate(validator: Any, document: Any, name: str, context: Context) -> Outcome:
+    """``document`` against the schema; its patterns searched under the time limits of ``context``
+    (SlowRegex past the grader's in-loop budget)."""
     from referencing.exceptions import Unresolvable
 
+    token = SEARCHING.set(context)
     try:
         error = next(iter(validator.iter_errors(document)), None)
     except Unresolvable as exc:
         return Outcome(False, 0.0, f"{name}: the schema cannot be applied ({exc})", undecided=True)
     except RecursionError:
         return Outcome(False, 0.0, f"{name}: the response is nested too deeply to validate", undecided=True)
-    except TimeoutError:  # a pattern of the schema outlived its time limit (the regex engine's)
-        reason = f"{name}: a pattern of the schema gave up (catastrophic backtracking?)"
+    except RegexGaveUp as exc:  # a pattern of the schema outlived its time limit
+        reason = f"{name}: a pattern of the schema {exc.why} (catastrophic backtracking?)"
         return Outcome(False, 0.0, reason, undecided=True)
+    finally:
+        SEARCHING.reset(token)
     if error is None:
         return HELD
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
@@ -97,7 +102,7 @@ def _parsed(response: str) -> tuple[Any, str | None]:
 
 def json_schema(validator: Any, response: str, context: Context) -> Outcome:
     document, failed = parse_response(response, "json_schema")
-    return failed or validate(validator, document, "json_schema")
+    return failed or validate(validator, document, "json_schema", context)
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -187,7 +192,7 @@ def contains_json(validator: Any, response: str, context: Context) -> Outcome:
         return Outcome(False, 0.0, "contains_json: no JSON object or array in the response")
     if validator is None:
         return HELD
-    return validate(validator, value, "contains_json")
+    return validate(validator, value, "contains_json", context)
 
 
 register(

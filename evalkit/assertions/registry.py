@@ -64,6 +64,7 @@ class Context:
     model: str | None = None  # the reported model
     vars: Mapping[str, Any] = field(default_factory=dict)
     regex_budget_s: float | None = None  # the grader's in-loop budget for a regex search
+    regex_clock: RegexClock | None = None  # off the loop: the time left to the prompt's and run's searches
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +76,32 @@ class Context:
             "model": self.model,
             "vars": dict(self.vars),
         }
+
+
+class RegexClock:
+    """The time a prompt's slow regex searches may still take, together: at most ``prompt_s`` for
+    the prompt and, shared by every prompt of a run, what is left of the run's ``run_s``."""
+
+    __slots__ = ("prompt_left_s", "prompt_s", "run_left_s", "run_s")
+
+    def __init__(self, prompt_s: float, run_s: float, run_left_s: float) -> None:
+        self.prompt_s, self.run_s = prompt_s, run_s
+        self.prompt_left_s, self.run_left_s = prompt_s, run_left_s
+
+    def allowance(self) -> float:
+        return min(self.prompt_left_s, self.run_left_s)
+
+    def spend(self, seconds: float) -> None:
+        self.prompt_left_s -= seconds
+        self.run_left_s -= seconds
+
+    def spent(self) -> str | None:
+        """Which budget cuts the next search short, said for a reason; None when neither does."""
+        if self.run_left_s < self.prompt_s and self.run_left_s <= self.prompt_left_s:
+            return f"the run's {self.run_s:g} s of regex time is spent"
+        if self.prompt_left_s < self.prompt_s:
+            return f"this prompt's {self.prompt_s:g} s of regex time is spent"
+        return None
 
 
 HELD = Outcome(True, 1.0)  # outcomes are only read: the usual one is shared

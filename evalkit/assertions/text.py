@@ -8,7 +8,9 @@ levenshtein, word_count.
 - starts_with: the response with leading whitespace stripped starts with the value (whose own
   leading whitespace is stripped too, as ``exact`` strips both: else it could never hold).
 - levenshtein ``{value, max}``: the edit distance between the trimmed response and the value is
-  at most ``max`` (insertions, deletions and substitutions of one character each).
+  at most ``max`` (insertions, deletions and substitutions of one character each), computed in
+  bounded work: the cheaper of the whole table (bit-parallel) and the band of ``max`` edits, and
+  no verdict when both would exceed MAX_LEVENSHTEIN_STEPS (README, Assertions).
 - word_count ``{min, max}``: the number of whitespace-separated words is within (either bound).
 """
 
@@ -125,22 +127,82 @@ def _levenshtein_value(value: Any, where: Where) -> tuple[str, int]:
     return text.strip(WHITESPACE), limit
 
 
+MAX_LEVENSHTEIN_STEPS = 1_000_000_000  # about a second of either algorithm (README, Assertions)
+_STEP_PER_DIAGONAL = 3000  # what a diagonal's Python step costs, in the bit-parallel one's steps
+
+
+class TooFar(Exception):
+    """Two texts too long, and ``max`` too large, to compare within MAX_LEVENSHTEIN_STEPS."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__(steps)
+        self.steps = steps
+
+
 def distance_within(a: str, b: str, limit: int) -> int | None:
-    """The edit distance of ``a`` and ``b`` when it is at most ``limit``, else None."""
+    """The edit distance of ``a`` and ``b`` when it is at most ``limit``, else None; TooFar when
+    neither algorithm would finish within MAX_LEVENSHTEIN_STEPS: the bit-parallel one costs
+    len(a) x len(b) steps, the banded one (``limit`` the band) about
+    (limit + 1)² x 3000 + (2 x limit + 1) x the longer length."""
     if abs(len(a) - len(b)) > limit:
         return None
-    found = edit_distance(a, b)
-    return found if found <= limit else None
+    # a common prefix and suffix cost no edits: strings that nearly match are cut short first
+    head = _common_prefix(a, b)
+    tail = _common_prefix(a[head:][::-1], b[head:][::-1])
+    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
+    whole = len(a) * len(b)
+    banded = (limit + 1) ** 2 * _STEP_PER_DIAGONAL + (2 * limit + 1) * max(len(a), len(b))
+    if min(whole, banded) > MAX_LEVENSHTEIN_STEPS:
+        raise TooFar(min(whole, banded))
+    if whole <= banded:
+        found = edit_distance(a, b)
+        return found if found <= limit else None
+    return banded_distance(a, b, limit)
+
+
+def banded_distance(a: str, b: str, limit: int) -> int | None:
+    """The edit distance of ``a`` and ``b`` when it is at most ``limit``, else None, by Ukkonen's
+    diagonal transitions: for e = 0, 1, ... edits, how far along each diagonal d = j - i (|d| <= e)
+    the table's cells hold at most e, each slid along its run of equal characters by slices
+    compared whole. (limit + 1)² steps, whatever the lengths."""
+    n, m = len(a), len(b)
+    goal = m - n
+    furthest: dict[int, int] = {}
+    for edits in range(limit + 1):
+        reached: dict[int, int] = {}
+        for d in range(max(-edits, -n), min(edits, m) + 1):
+            if edits == 0:
+                i = 0
+            else:  # a substitution along d, an insertion from d - 1, a deletion from d + 1
+                i = max(furthest.get(d, -1) + 1, furthest.get(d - 1, -1), furthest.get(d + 1, -1) + 1)
+                i = min(i, n, m - d)  # past an end: the cell there is at most one edit further
+            if i < n and i + d < m:
+                i += _slide(a, i, b, i + d)
+            if d == goal and i >= n:
+                return edits
+            reached[d] = i
+        furthest = reached
+    return None
+
+
+def _slide(a: str, i: int, b: str, j: int) -> int:
+    """How many characters ``a[i:]`` and ``b[j:]`` share at their start: blocks of doubling size
+    compared whole, then the first unequal one searched."""
+    n = min(len(a) - i, len(b) - j)
+    low, step = 0, 8
+    while low < n:
+        high = min(low + step, n)
+        x, y = a[i + low : i + high], b[j + low : j + high]
+        if x != y:
+            return low + _common_prefix(x, y)
+        low, step = high, step * 2
+    return n
 
 
 def edit_distance(a: str, b: str) -> int:
     """Levenshtein distance by Myers' bit-parallel algorithm (Hyyrö's form for whole strings): one
     pass over ``b`` with the columns of the shorter string ``a`` as the bits of an integer,
     O(len(b) x len(a) / 64) machine work instead of the table's len(a) x len(b) Python steps."""
-    # a common prefix and suffix cost no edits: strings that nearly match are cut short first
-    head = _common_prefix(a, b)
-    tail = _common_prefix(a[head:][::-1], b[head:][::-1])
-    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
     if len(a) > len(b):
         a, b = b, a
     m = len(a)
@@ -186,7 +248,15 @@ def _common_prefix(a: str, b: str) -> int:
 
 def levenshtein(compiled: tuple[str, int], response: str, context: Context) -> Outcome:
     target, limit = compiled
-    found = distance_within(response.strip(WHITESPACE), target, limit)
+    text = response.strip(WHITESPACE)
+    try:
+        found = distance_within(text, target, limit)
+    except TooFar as exc:
+        reason = (
+            f"levenshtein: gave up: {len(text):,} and {len(target):,} characters within {limit:,} edits would take "
+            f"{exc.steps:,} steps (at most {MAX_LEVENSHTEIN_STEPS:,}); lower max or shorten the value"
+        )
+        return Outcome(False, 0.0, reason, undecided=True)  # not_levenshtein does not hold either
     if found is not None:
         return HELD
     return Outcome(

@@ -9,7 +9,8 @@ assertions and gives the failed ones' reasons, and the reasons those that held g
 
 A regex search first runs on the event loop with a 10 ms budget; one that needs longer is
 searched again in a thread (the regex engine releases the GIL), so it cannot stall every call in
-flight for its whole time limit.
+flight for its whole time limit. There the prompt's searches share a second and the run's (this
+grader's) ten seconds (``patterns.REGEX_TIMEOUT_S``, ``RUN_REGEX_S``; README, Set files).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-from evalkit.assertions import registry
+from evalkit.assertions import patterns, registry
 from evalkit.assertions.patterns import SlowRegex
-from evalkit.assertions.registry import HELD, Context
+from evalkit.assertions.registry import HELD, Context, RegexClock
 from evalkit.records import (
     Assertion,
     AssertionResult,
@@ -108,6 +109,7 @@ class DeterministicGrader:
 
     def __init__(self) -> None:
         self._slow: asyncio.Lock | None = None  # made in the running loop
+        self._regex_left_s = patterns.RUN_REGEX_S  # the run's slow regex searches still may take
 
     async def grade(
         self,
@@ -128,8 +130,12 @@ class DeterministicGrader:
             if self._slow is None:
                 self._slow = asyncio.Lock()
             async with self._slow:
-                unbudgeted = replace(context, regex_budget_s=None)
-                return await asyncio.to_thread(grade_assertions, prompt, response, unbudgeted)
+                clock = RegexClock(patterns.REGEX_TIMEOUT_S, patterns.RUN_REGEX_S, self._regex_left_s)
+                unbudgeted = replace(context, regex_budget_s=None, regex_clock=clock)
+                try:
+                    return await asyncio.to_thread(grade_assertions, prompt, response, unbudgeted)
+                finally:
+                    self._regex_left_s = clock.run_left_s
 
 
 _CALL_FREE: dict[str, bool] = {}

@@ -9,7 +9,9 @@ Sets are written as JSON (which is YAML) into the test's working folder, loaded 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,8 @@ import pytest
 
 from evalkit import load_set
 from evalkit.assertions.registry import Context
-from evalkit.graders.deterministic import DeterministicGrader, grade_assertions
-from evalkit.records import AssertionResult, CallFacts, Grade, Prompt, PromptSet
+from evalkit.graders.deterministic import DeterministicGrader, check, grade_assertions
+from evalkit.records import Assertion, AssertionResult, CallFacts, Grade, Prompt, PromptSet
 from tests.assertions.test_registry import DESIGN_41
 
 CHECKS = """
@@ -331,6 +333,52 @@ def test_edges(kind: str, value: Any, response: str, passed: bool) -> None:
     assert one(kind, value, response, Context(latency_ms=0.5)).passed is passed
 
 
+# (format, a string of it, a string that is not): what promptfoo's ajv-formats refuses, evalkit does
+FORMATS = [
+    ("email", "ada@example.org", "x"),
+    ("date", "2026-12-02", "02/12/2026"),
+    ("date-time", "2026-12-02T09:10:00Z", "2026-12-02 09:10"),
+    ("time", "09:10:00+01:00", "9am"),
+    ("uri", "https://example.org/a?b=c", "example.org/a"),
+    ("uri-reference", "../a?b=c", "\\\\server\\share"),
+    ("uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380", "2eb8aa08-aa98-11ea-b4aa-73b441d1638"),
+    ("ipv4", "192.168.0.1", "192.168.0.256"),
+    ("ipv6", "::1", "12345::"),
+    ("hostname", "example.org", "-a-.org"),
+    ("json-pointer", "/a/b~0", "a/b"),
+    ("uri-template", "https://example.org/{id}", "https://example.org/{id"),
+    ("regex", "^a+$", "^(abc]"),
+]
+
+
+@pytest.mark.parametrize(("kind", "wrap"), [("json_schema", "{}"), ("contains_json", "The record: {} as asked.")])
+@pytest.mark.parametrize(("name", "good", "bad"), FORMATS, ids=[f[0] for f in FORMATS])
+def test_a_schema_format_is_asserted(kind: str, wrap: str, name: str, good: str, bad: str) -> None:
+    schema = {"type": "object", "properties": {"field": {"type": "string", "format": name}}}
+    assert one(kind, schema, wrap.format(json.dumps({"field": good}))).passed
+    failed = one(kind, schema, wrap.format(json.dumps({"field": bad})))
+    assert not failed.passed
+    assert failed.reason == f"{kind}: $.field: {bad!r} is not a {name!r}"
+
+
+def test_a_format_as_a_json_string_schema_is_asserted_too() -> None:
+    schema = json.dumps({"properties": {"email": {"format": "email"}}})
+    assert not one("json_schema", schema, '{"email": "x"}').passed
+    assert one("json_schema", schema, '{"email": "ada@example.org"}').passed
+
+
+def test_the_formats_no_library_checks_are_those_the_readme_lists() -> None:
+    # pyproject.toml declares a checker for every other Draft 2020-12 format
+    from evalkit.assertions.compiling import unchecked_formats
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"formats no library checks \(([^)]*)\)", readme)
+    assert listed is not None
+    assert (
+        set(re.findall(r"`([a-z-]+)`", listed.group(1))) == unchecked_formats() == {"duration", "iri", "iri-reference"}
+    )
+
+
 def test_latency_and_cost_hold_at_their_bound() -> None:
     context = Context(latency_ms=120.0, cost=0.25)
     assert one("latency_ms", 120, "x", context).passed
@@ -487,3 +535,45 @@ def test_a_threshold_of_zero_passes_everything_and_of_one_needs_every_counted_po
     assert grade([FAILS], "Monday", threshold=0).passed
     assert not grade([{"python": "checks.py:passing_verdict"}], "x", threshold=1).passed
     assert grade([HOLDS, {**FAILS, "weight": 0}], "Monday", threshold=1).passed
+
+
+# --- levenshtein's work is bounded ------------------------------------------------------------
+
+
+@functools.cache
+def megabyte_text() -> str:
+    return "".join(chr(97 + (i * 7919 + i // 26) % 26) for i in range(1_000_000))
+
+
+def megabyte_apart(edits: int) -> str:
+    """megabyte_text() with ``edits`` characters substituted, spread over its whole length."""
+    chars = list(megabyte_text())
+    for n in range(edits):
+        chars[(n * 2 + 1) * len(chars) // (edits * 2)] = "#"
+    return "".join(chars)
+
+
+def levenshtein(value: str, limit: int, response: str, negated: bool = False) -> AssertionResult:
+    kind = "not_levenshtein" if negated else "levenshtein"
+    return check(Assertion(kind, {"value": value, "max": limit}), response)
+
+
+@pytest.mark.timeout(30)
+def test_levenshtein_on_megabyte_texts_works_within_the_band_of_max() -> None:
+    # the whole table of two 1 MB texts is 10^12 cells: the band of max is 31 diagonals
+    assert levenshtein(megabyte_text(), 15, megabyte_apart(15)).passed
+    failed = levenshtein(megabyte_text(), 15, megabyte_apart(16))
+    assert not failed.passed
+    assert failed.reason.startswith("levenshtein: more than 15 edits from ")
+    assert not levenshtein(megabyte_text(), 15, megabyte_text()[::-1]).passed
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("negated", [False, True], ids=["levenshtein", "not_levenshtein"])
+def test_levenshtein_gives_up_past_its_bound_and_says_so(negated: bool) -> None:
+    result = levenshtein(megabyte_text(), 100_000, megabyte_text()[::-1], negated)
+    assert not result.passed  # no verdict: neither form holds
+    assert result.reason == ("not_levenshtein: " if negated else "") + (
+        "levenshtein: gave up: 1,000,000 and 1,000,000 characters within 100,000 edits would take "
+        "1,000,000,000,000 steps (at most 1,000,000,000); lower max or shorten the value"
+    )

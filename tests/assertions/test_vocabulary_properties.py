@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from evalkit.assertions import registry
 from evalkit.assertions.jsondoc import MAX_CANDIDATES, find_json, json_equal
 from evalkit.assertions.registry import Context
-from evalkit.assertions.text import WHITESPACE, distance_within
+from evalkit.assertions.text import WHITESPACE, banded_distance, distance_within
 from evalkit.graders.deterministic import check, grade_assertions
 from evalkit.records import Assertion, Prompt
 from evalkit.sets.validation import suggest
@@ -222,6 +222,15 @@ def test_distance_within_agrees_with_the_full_table(a: str, b: str, limit: int) 
     found = distance_within(a, b, limit)
     assert found == (distance if distance <= limit else None)
     assert distance_within(b, a, limit) == found
+
+
+@PROPERTIES
+@given(a=SHORT, b=SHORT, limit=st.integers(0, 14))
+def test_the_banded_distance_agrees_with_the_full_table(a: str, b: str, limit: int) -> None:
+    # what distance_within uses when the texts are long and max is small
+    distance = full_distance(a, b)
+    assert banded_distance(a, b, limit) == (distance if distance <= limit else None)
+    assert banded_distance(b, a, limit) == (distance if distance <= limit else None)
 
 
 @PROPERTIES

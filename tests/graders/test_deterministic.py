@@ -487,6 +487,58 @@ def test_slow_regexes_take_turns_so_each_gets_its_whole_time_limit(monkeypatch: 
     assert all("gave up after 0.2 s" in r.assertions[0].reason for r in results)
 
 
+def gave_up(pattern: str, why: str) -> str:
+    return f"regex {pattern}: gave up{why} (catastrophic backtracking?)"
+
+
+@pytest.mark.timeout(30)
+def test_a_prompts_slow_regexes_share_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # three catastrophic regexes in one prompt take one limit, not three
+    import asyncio
+
+    from evalkit.graders.deterministic import DeterministicGrader
+
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
+    hostile = [CATASTROPHIC, "(aa|a)+$", "(a|aaa)+$"]
+    prompt = load_prompt([*({"regex": r} for r in hostile), {"regex": "^a+"}])
+    result = asyncio.run(DeterministicGrader().grade(None, prompt, NEAR_MISS, None))  # type: ignore[arg-type]
+    assert [a.reason for a in result.assertions[:3]] == [
+        gave_up(CATASTROPHIC, " after 0.2 s"),
+        gave_up("(aa|a)+$", ": this prompt's 0.2 s of regex time is spent"),
+        gave_up("(a|aaa)+$", ": this prompt's 0.2 s of regex time is spent"),
+    ]
+    assert result.assertions[3].passed  # a quick search still gets its verdict
+
+
+@pytest.mark.timeout(30)
+def test_a_runs_slow_regexes_share_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each hostile prompt took its whole limit, one after another: a run's grading time grew by
+    # a second per hostile prompt without bound
+    import asyncio
+
+    from evalkit.graders.deterministic import DeterministicGrader
+
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(patterns, "RUN_REGEX_S", 0.5)
+    prompt = load_prompt([{"regex": CATASTROPHIC}, {"regex": "^a+"}])
+    grader = DeterministicGrader()
+
+    async def main() -> list[Grade]:
+        return [await grader.grade(None, prompt, NEAR_MISS, None) for _ in range(8)]  # type: ignore[arg-type]
+
+    results = asyncio.run(main())
+    whole, spent = (
+        gave_up(CATASTROPHIC, " after 0.2 s"),
+        gave_up(CATASTROPHIC, ": the run's 0.5 s of regex time is spent"),
+    )
+    reasons = [r.assertions[0].reason for r in results]
+    # a search that gives up has taken its whole limit: two of 0.2 s leave less than one
+    assert reasons[0] == whole
+    assert reasons[1] in (whole, spent)
+    assert reasons[2:] == [spent] * 6
+    assert all(r.assertions[1].passed for r in results)  # quick searches still get their verdicts
+
+
 @pytest.mark.timeout(30)
 def test_nested_quantifier_without_match_fails() -> None:
     result = grade([{"regex": "(a+)+$"}], NEAR_MISS)
@@ -533,3 +585,34 @@ def test_run_with_a_catastrophic_regex_grades_the_other_prompts(cli: Any, write_
     assert items["days"]["passed"] is True
     assert items["answer"]["passed"] is True
     assert (document["prompt_count"], document["passed_count"], document["error_count"]) == (3, 2, 0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.slow
+def test_a_run_of_many_hostile_prompts_spends_its_regex_time_once_and_stores_every_verdict(
+    cli: Any, write_file: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(patterns, "RUN_REGEX_S", 0.5)
+    ids = [f"hostile{n:02}" for n in range(12)]
+    write_file("evalkit.yaml", "providers: [{id: rec, adapter: replay, path: answers.jsonl}]\n")
+    write_file(
+        "answers.jsonl", "".join(json.dumps({"id": i, "response": NEAR_MISS, "model": "m1"}) + "\n" for i in ids)
+    )
+    prompts = "".join(
+        f"  - {{id: {i}, prompt: Say a lot of a., assertions: [{{regex: '{CATASTROPHIC}'}}]}}\n" for i in ids
+    )
+    write_file("set.yaml", f"id: graders.hostile\nname: Hostile\nprompts:\n{prompts}")
+    result = cli("run", "set.yaml", "--format", "json", "--concurrency", "4")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    items = document["items"]
+    spent = gave_up(CATASTROPHIC, ": the run's 0.5 s of regex time is spent")
+    assert sorted(item["id"] for item in items) == ids
+    # two searches of 0.2 s leave the run less than one: every later prompt is cut short
+    assert sum(item["reason"] != spent for item in items) <= 2
+    assert all(not item["passed"] and item["error"] is None for item in items)
+    shown = cli("show", document["run_id"], "--format", "json")
+    assert shown.exit_code == 0, shown.stderr
+    stored = json.loads(shown.stdout)["items"]
+    assert sorted(item["id"] for item in stored if not item["passed"]) == ids

@@ -265,6 +265,57 @@ def test_a_catastrophic_schema_pattern_gives_up_with_a_reason(monkeypatch: pytes
     assert "gave up" in result.reason
 
 
+def schema_gave_up(kind: str, why: str) -> str:
+    return f"{kind}: a pattern of the schema gave up{why} (catastrophic backtracking?)"
+
+
+HOSTILE_SCHEMA = {"type": "object", "properties": {"a": {"pattern": "^(a|aa)+$"}}}
+HOSTILE_JSON = json.dumps({"a": "a" * 40 + "!"})
+
+
+@pytest.mark.timeout(30)
+def test_a_prompts_schema_patterns_share_its_regex_time_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each catastrophic schema pattern took its own second, on the event loop
+    import asyncio
+
+    from evalkit.assertions import patterns
+    from evalkit.graders.deterministic import DeterministicGrader
+
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
+    prompt = load_prompt([{"json_schema": HOSTILE_SCHEMA}, {"contains_json": HOSTILE_SCHEMA}, {"regex": "(aa|a)+$"}])
+    result = asyncio.run(DeterministicGrader().grade(None, prompt, HOSTILE_JSON, None))  # type: ignore[arg-type]
+    spent = ": this prompt's 0.2 s of regex time is spent"
+    assert [a.reason for a in result.assertions] == [
+        schema_gave_up("json_schema", " after 0.2 s"),
+        schema_gave_up("contains_json", spent),
+        f"regex (aa|a)+$: gave up{spent} (catastrophic backtracking?)",
+    ]
+
+
+@pytest.mark.timeout(30)
+def test_a_runs_schema_patterns_share_its_regex_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from evalkit.assertions import patterns
+    from evalkit.graders.deterministic import DeterministicGrader
+
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(patterns, "RUN_REGEX_S", 0.5)
+    prompt = load_prompt([{"json_schema": HOSTILE_SCHEMA}])
+    grader = DeterministicGrader()
+
+    async def main() -> list[str]:
+        return [(await grader.grade(None, prompt, HOSTILE_JSON, None)).reason for _ in range(8)]  # type: ignore[arg-type]
+
+    reasons = asyncio.run(main())
+    whole = schema_gave_up("json_schema", " after 0.2 s")
+    spent = schema_gave_up("json_schema", ": the run's 0.5 s of regex time is spent")
+    # a search that gives up has taken its whole limit: two of 0.2 s leave the run less than one
+    assert reasons[0] == whole
+    assert reasons[1] in (whole, spent)
+    assert reasons[2:] == [spent] * 6
+
+
 # --- 23: a regex too large to compile ------------------------------------------------------
 
 OVER = REGEX_MAX_SIZE + 1

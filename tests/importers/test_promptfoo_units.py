@@ -178,3 +178,18 @@ def test_prompts_that_are_not_converted(raw: str, message: str) -> None:
     with pytest.raises(RenderProblem) as caught:
         render_prompt(raw, {"x": "y"})
     assert message in str(caught.value)
+
+
+def test_an_imported_schema_asserts_its_formats_and_names_those_evalkit_cannot_check() -> None:
+    from evalkit.assertions.compiling import compile_json_schema
+    from evalkit.assertions.jsondoc import json_schema
+    from evalkit.assertions.registry import Context
+
+    schema = {"type": "object", "properties": {"email": {"format": "email"}, "took": {"format": "duration"}}}
+    found = convert({"type": "is-json", "value": schema}, Loc("t.yaml", fixed_line=1), Scope(Path(), Path(), {}))
+    assert isinstance(found, Converted)
+    assert found.partly == ("evalkit does not check format duration: any string holds",)
+    validator = compile_json_schema(found.item["json_schema"])
+    assert json_schema(validator, '{"email": "ada@example.org", "took": "P1D"}', Context()).passed
+    failed = json_schema(validator, '{"email": "x", "took": "P1D"}', Context())
+    assert (failed.passed, failed.reason) == (False, "json_schema: $.email: 'x' is not a 'email'")

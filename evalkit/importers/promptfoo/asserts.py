@@ -172,7 +172,7 @@ def _convert(base: str, assertion: Mapping[str, Any], scope: Scope) -> _Found | 
         notes = []
         if base == "contains-json":
             notes.append("contains-json: evalkit checks the first JSON value in the text, promptfoo any of them")
-        return _NAMES[base], schema, None, [], notes
+        return _NAMES[base], schema, None, _unchecked_formats(schema), notes
     if base == "levenshtein":
         if not isinstance(value, str):
             raise _Refused("levenshtein needs a string value")
@@ -320,6 +320,24 @@ def _schema(value: Any, base: str) -> Any:
     if not isinstance(value, Mapping | bool):
         raise _Refused(f"{base} needs a JSON Schema (a mapping)")
     return value
+
+
+def _unchecked_formats(schema: Any) -> list[str]:
+    """Why a schema is partly converted: the formats it names that evalkit does not check
+    (README, Set files), which then hold for any string."""
+    from evalkit.assertions.compiling import unchecked_formats
+
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if isinstance(node.get("format"), str) and node["format"] in unchecked_formats():
+                found.add(node["format"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return [f"evalkit does not check format {name}: any string holds" for name in sorted(found)]
 
 
 def _number(value: Any, what: str) -> float | int:
