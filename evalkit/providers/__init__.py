@@ -85,10 +85,10 @@ def _check_replay(config: ProviderConfig) -> None:
 
 
 def _check_local(config: ProviderConfig) -> None:
-    from evalkit.providers.local import model_file, runtime_available
+    from evalkit.providers.local import model_file, require_installed
 
+    require_installed(config)
     model_file(config)
-    runtime_available()
 
 
 def _http_endpoint(config: ProviderConfig) -> str:
