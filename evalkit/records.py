@@ -352,6 +352,7 @@ class Completion:
     adapter: str = ""
     cached: bool = False
     raw: Mapping[str, JsonValue] | None = None  # provider-specific extras (e.g. logprobs)
+    cached_at: str | None = None  # replayed from a cache entry stored before this run: when it was written
 
     @property
     def truncated(self) -> bool:
@@ -422,6 +423,7 @@ class ItemResult:
     cached: bool = False
     repeat: int = 0  # which sample of the prompt (run --repeat N)
     grader_cached: bool = False  # the judge's grading was replayed from the cache
+    cached_at: str | None = None  # the answer came from a cache entry stored before this run, written then
 
     @property
     def errored(self) -> bool:

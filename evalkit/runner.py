@@ -300,6 +300,7 @@ async def run_one(
         cached=completion.cached,
         repeat=repeat,
         grader_cached=grade.cached,
+        cached_at=completion.cached_at,
     )
 
 

@@ -48,7 +48,7 @@ def run_markdown(run: RunResult) -> str:
     )
     gate = run.gate or {}
     failures = list(gate.get("failures") or [])
-    verdict = _verdict(run, failures)
+    verdict = _verdict(run, failures) + _stale(run)
     lines = [
         f"### {_inline(run.set_id)} · run `{run.run_id}`",
         "",
@@ -86,6 +86,14 @@ def _verdict(run: RunResult, failures: list[str]) -> str:
     if comparison is None or comparison.state == "not_compared":
         return "⚠️ **not compared**"
     return "✅ **baseline recorded**" if comparison.state == "baseline" else "✅ **no regression**"
+
+
+def _stale(run: RunResult) -> str:
+    """The headline's warning when the verdict rests on answers cached before the run."""
+    from evalkit.report.summary import stale_cache_note
+
+    note = stale_cache_note(run)
+    return f" · ⚠️ **{_inline(note)}**" if note else ""
 
 
 def _cached(run: RunResult) -> str:
