@@ -132,7 +132,7 @@ def cache_note(run: RunResult) -> str:
 
 def cached_before_run(run: RunResult) -> tuple[int, str | None]:
     """(answers replayed from cache entries stored before this run, when the oldest was written):
-    a restored or committed cache, not the endpoint as it answers now (README "cache")."""
+    a restored or committed cache, not the endpoint as it answers now (README "JSON output")."""
     written = [i.cached_at for i in run.items if i.cached_at is not None]
     return len(written), min(written, default=None)
 

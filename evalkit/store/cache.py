@@ -76,7 +76,7 @@ def _completions(rows: list[tuple[Any, ...]]) -> dict[str, Completion]:
             adapter=adapter or "",
             cached=True,
             raw=json.loads(raw) if raw else None,
-            # an entry read from the database was stored before this run (README "cache")
+            # an entry read from the database was stored before this run (README "JSON output")
             cached_at=created_at.replace(tzinfo=UTC).isoformat(timespec="seconds"),
         )
     return found
