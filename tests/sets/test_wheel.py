@@ -212,3 +212,14 @@ def test_the_installed_wheel_inits_validates_and_runs_outside_the_repository(ins
     assert done.stdout.splitlines()[-1] == f"smoke: init, validate and a replay run hold in {project}"
     assert json.loads((project / "run.json").read_text(encoding="utf-8"))["passed_count"] == 3
     assert (project / ".gitignore").is_file()
+
+
+def test_ci_runs_the_release_check_after_the_tests() -> None:
+    """.ci/run proves the artifacts: the release check (build, metadata, the wheel alone in a fresh
+    venv elsewhere, the first day there) runs after the README's test command."""
+    lines = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert lines.index(".ci/release-check") > lines.index('bash -c "$test_command"')
+    check = (REPO / ".ci" / "release-check").read_text(encoding="utf-8")
+    for step in ("hatchling build", ".ci/check_dist.py", 'twine" check --strict', "-m venv", "smoke-installed"):
+        assert step in check, step
+    assert 'cd "$work/project"' in check  # outside the repository: mktemp -d
