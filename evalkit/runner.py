@@ -311,6 +311,7 @@ async def run_one(
         repeat=repeat,
         grader_cached=grade.cached,
         threshold=prompt.threshold,
+        cached_at=completion.cached_at,
     )
 
 

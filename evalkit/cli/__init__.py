@@ -20,8 +20,15 @@ from click.exceptions import NoArgsIsHelpError
 from evalkit.errors import EvalkitError
 from evalkit.report.text import printable
 
+# the first day's commands lead `evalkit --help`, in the order the README's Commands table uses them
+FIRST_COMMANDS = ("init", "run", "validate", "report")
+
 
 class EvalkitGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return [n for n in FIRST_COMMANDS if n in names] + [n for n in names if n not in FIRST_COMMANDS]
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # the group's own options, before the command: --version reads --verbose from them
         # whichever comes first (an eager option runs before the others are parsed)
@@ -105,6 +112,16 @@ def _register() -> None:
     for module in (run, retrieval, validate, history, compare, models, init, baseline, cache, importer, team):
         for command in module.COMMANDS:
             cli.add_command(command)
+    _whole_summaries(cli)
+
+
+def _whole_summaries(group: click.Group) -> None:
+    """Each command's summary in --help is its docstring's first sentence whole: click cuts it at
+    the width left beside the longest name and ends it with "...", mid-sentence."""
+    for command in group.commands.values():
+        command.short_help = command.short_help or command.get_short_help_str(limit=sys.maxsize)
+        if isinstance(command, click.Group):
+            _whole_summaries(command)
 
 
 _register()

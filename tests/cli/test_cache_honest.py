@@ -340,3 +340,49 @@ def test_a_judge_moved_to_another_endpoint_is_asked_again(
     finally:
         for server in judges:
             server.stop()
+
+
+# --- a gate decided on a cache stored before the run says so -----------------------------------
+
+
+def test_a_gate_on_answers_cached_before_the_run_says_so_in_its_verdict_and_headline(
+    cli: Any, fake_llm: FakeServer, write_file: Any, db_file: Path, tmp_path: Path
+) -> None:
+    """The committed (or restored) database of a CI job: its cache answers for a degraded
+    endpoint, and the gate passes; the verdict and the PR comment's headline say what it rests on."""
+    write_file("sets/three.yaml", THREE)
+    write_config(write_file, f"{fake_llm.url}/v1")
+    code, fresh = run_json(cli, "--fail-on-regression")
+    assert (code, fresh["cached_count"], fresh["cached_before_run_count"]) == (0, 0, 0)
+    execute(db_file, "update cache set created_at = timestamp '2026-11-20 10:00:00'")  # written days ago
+    fake_llm.handler = lambda _: openai_reply("degraded", model=fake_llm.model)  # no "echo" now
+    md = tmp_path / "evalkit.md"
+    table = cli("run", "sets/three.yaml", "--fail-on-regression", "--markdown", str(md))
+    assert (table.exit_code, fake_llm.calls) == (0, 3)  # the endpoint was not asked: the gate held on the cache
+    note = (
+        "on 3 of 3 answers cached before this run (the oldest 2026-11-20 10:00 UTC), not on the endpoint now: "
+        "gate with --no-cache"
+    )
+    assert f"No regression: pass rate +0.0 pp, mean score +0.000 against run {fresh['run_id']}, {note}." in " ".join(
+        table.stdout.split()
+    )
+    (headline,) = [line for line in md.read_text(encoding="utf-8").splitlines() if line.startswith("✅")]
+    assert headline.startswith(f"✅ **no regression** · ⚠️ **{note}** · fake/fake-alias")
+    code, doc = run_json(cli, "--fail-on-regression")
+    assert (code, doc["cached_count"], doc["cached_before_run_count"]) == (0, 3, 3)
+    # without the cache the endpoint is asked, and the drop is found
+    code, asked = run_json(cli, "--fail-on-regression", "--no-cache")
+    assert (code, asked["cached_before_run_count"], asked["comparison"]["regressed"]) == (1, 0, True)
+
+
+def test_answers_cached_before_the_run_are_not_flagged_without_the_regression_gate(
+    cli: Any, fake_llm: FakeServer, write_file: Any, tmp_path: Path
+) -> None:
+    write_file("sets/three.yaml", THREE)
+    write_config(write_file, f"{fake_llm.url}/v1")
+    assert run_json(cli)[0] == 0
+    md = tmp_path / "evalkit.md"
+    table = cli("run", "sets/three.yaml", "--markdown", str(md))
+    assert table.exit_code == 0
+    assert "cached before this run" not in table.stdout + md.read_text(encoding="utf-8")
+    assert run_json(cli)[1]["cached_before_run_count"] == 3  # counted all the same
