@@ -13,7 +13,16 @@ from typing import Any
 import pytest
 
 from evalkit.report.html import script_json, visible
-from tests.report.htmlproject import BIDI, HOSTILE_ID, HOSTILE_MODEL, HOSTILE_NEEDLE, SCRIPT, TEMPLATE, make_project
+from tests.report.htmlproject import (
+    BIDI,
+    HOSTILE_ID,
+    HOSTILE_MODEL,
+    HOSTILE_NEEDLE,
+    SCRIPT,
+    TEMPLATE,
+    make_project,
+    make_small,
+)
 
 
 class Elements(HTMLParser):
@@ -79,6 +88,18 @@ def report(cli: Any, *args: str, of: dict[str, Any] | None = None) -> str:
     return Path("report.html").read_text(encoding="utf-8")
 
 
+def page_text(page: str) -> str:
+    """What a person reads: the page without its scripts and tags, whitespace made single spaces."""
+    from html import unescape
+
+    body = re.sub(r"<script.*?</script>", "", page, flags=re.S)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def section(page: str, start: str, end: str = "</table>") -> str:
+    return page.split(start, 1)[1].split(end, 1)[0]
+
+
 def test_the_file_needs_nothing_from_outside(cli: Any, project: dict[str, Any]) -> None:
     page = report(cli, of=project)
     elements = parsed(page)
@@ -130,7 +151,7 @@ def test_the_report_has_every_part(cli: Any, project: dict[str, Any]) -> None:
     page = report(cli, of=project)
     assert page.count('class="set"') == 2  # the prompt set and the retrieval set
     assert project["regressed"] in page
-    assert "Regressed" in page
+    assert "Regression: pass rate dropped" in page
     assert page.count('<tr class="item"') == 5
     assert 'id="diff-set-0"' in page
     assert "1 prompt(s) flipped" in page
@@ -218,3 +239,34 @@ def test_an_empty_history_still_makes_a_page(isolated: Path, cli: Any, write_fil
     write_file("evalkit.yaml", "providers: []\n")
     page = report(cli)
     assert "No stored runs match." in page
+
+
+def test_the_verdict_is_said_once(cli: Any, project: dict[str, Any], isolated: Path) -> None:
+    text = page_text(report(cli, "html.demo", of=project))
+    assert "Regression: pass rate dropped 20.0 pp" in text
+    assert "Regressed" not in text
+    assert text.count("Regression:") == 1
+    make_small(isolated, cli)
+    assert cli("run", "set.yaml", "--html", "again.html").exit_code == 0
+    again = page_text(Path("again.html").read_text(encoding="utf-8"))
+    assert "No regression: pass rate +0.0 pp" in again
+    assert again.count("No regression") == 1
+
+
+@pytest.mark.parametrize("privacy", ["metadata", "none"])
+def test_run_html_holds_only_what_the_database_keeps(isolated: Path, cli: Any, privacy: str) -> None:
+    from tests.report.htmlproject import SECRET_ANSWER, SECRET_PROMPT
+
+    make_small(isolated, cli, privacy=privacy)
+    assert cli("run", "set.yaml", "--html", "run.html").exit_code == 0
+    page = Path("run.html").read_text(encoding="utf-8")
+    for secret in (SECRET_PROMPT, SECRET_ANSWER, "the secret plan"):  # the prompt, the answer, a reason quoting it
+        assert secret not in page
+    stored = report(cli)
+    if privacy == "none":  # aggregates only: no prompt table
+        assert 'class="items"' not in page
+        return
+    rows = section(page, '<table class="items"')
+    assert rows == section(stored, '<table class="items"')  # the same rows the database gives the report
+    assert "not kept (privacy metadata)" in rows
+    assert "0/1 assertions hold; failed: exact" in rows  # the text-free reason
