@@ -270,3 +270,24 @@ def test_run_html_holds_only_what_the_database_keeps(isolated: Path, cli: Any, p
     assert rows == section(stored, '<table class="items"')  # the same rows the database gives the report
     assert "not kept (privacy metadata)" in rows
     assert "0/1 assertions hold; failed: exact" in rows  # the text-free reason
+
+
+def test_no_changed_prompt_is_said_not_drawn_as_an_empty_table(isolated: Path, cli: Any) -> None:
+    make_small(isolated, cli)
+    assert cli("run", "set.yaml", "--html", "same.html").exit_code == 0
+    page = Path("same.html").read_text(encoding="utf-8")
+    assert 'class="diff"' not in page
+    assert "No prompt changed: the 2 prompt(s) in both runs have the same verdict and score." in page_text(page)
+
+
+def test_errored_runs_are_drawn_as_errors_not_as_a_collapse(isolated: Path, cli: Any) -> None:
+    make_small(isolated, cli)
+    assert cli("run", "set.yaml", "--provider", "gone").exit_code == 3  # every call errored
+    trend = json.loads(parsed(report(cli)).scripts[1])["set-0"]["trend"]
+    lines = [d for d in trend["datasets"] if d.get("type") != "bar"]
+    assert [d["label"].split(" · ")[:2] for d in lines] == [["pass rate", "rec"], ["mean score", "rec"]]
+    assert not any("unverified" in d["label"] for d in lines)  # no line for the run that reported no model
+    assert [d["data"] for d in lines] == [[0.5, None], [0.5, None]]  # the errored run is no quality point
+    (errors,) = [d for d in trend["datasets"] if d.get("type") == "bar"]
+    assert errors["data"] == [None, 1.0]  # every answer errored
+    assert errors["marks"][1].startswith("2 of 2 answers errored · gone · replay · unverified")
