@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from evalkit.report import cells
+
 HERE = Path(__file__).resolve().parent
 # C0 and C1 controls but tab and newline, DEL, and the bidirectional and zero-width formatting marks
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
@@ -159,7 +161,7 @@ def item_rows(latest: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for item in latest.get("items") or []:
         status = "error" if item.get("error") else ("pass" if item.get("passed") else "fail")
-        rows.append({**item, "status": status})
+        rows.append({**item, "status": status, "note": _note(item)})
     return rows
 
 
@@ -178,9 +180,26 @@ def diff_rows(latest: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> 
         change = float(item.get("score") or 0) - float(old.get("score") or 0)
         if not flipped and abs(change) < 1e-9:
             continue
-        rows.append({"id": item["id"], "flipped": flipped, "change": change, "before": old, "after": item})
+        before_, after = {**old, "note": _note(old)}, {**item, "note": _note(item)}
+        rows.append({"id": item["id"], "flipped": flipped, "change": change, "before": before_, "after": after})
     rows.sort(key=lambda r: (not r["flipped"], -abs(r["change"])))
     return rows
+
+
+def _note(item: Mapping[str, Any]) -> str:
+    """What a row says of its verdict: the error, or else the reason."""
+    return str(item.get("error") or item.get("reason") or "")
+
+
+def _text_spots(sections: Sequence[Mapping[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """Every text cell of the page, as (row, key): prompts, reasons, errors and answers."""
+    spots = []
+    for section in sections:
+        for row in section["rows"]:
+            spots += [(row, key) for key in ("prompt", "note", "response") if row.get(key) is not None]
+        for diff in section["diff"]:
+            spots += [(diff["before"], "note"), (diff["after"], "note")]
+    return spots
 
 
 def _in_both(latest: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None) -> int:
@@ -233,6 +252,7 @@ def render(sets: Sequence[Mapping[str, Any]], models: Sequence[Mapping[str, Any]
                 "scopes": sorted({scope_of(r) for r in runs}),
             }
         )
+    cells.fill(_text_spots(sections), visible)  # cut, so the file stays small whatever the answers
     page = _environment().get_template("report.html.j2")
     return str(
         page.render(

@@ -291,3 +291,38 @@ def test_errored_runs_are_drawn_as_errors_not_as_a_collapse(isolated: Path, cli:
     (errors,) = [d for d in trend["datasets"] if d.get("type") == "bar"]
     assert errors["data"] == [None, 1.0]  # every answer errored
     assert errors["marks"][1].startswith("2 of 2 answers errored · gone · replay · unverified")
+
+
+def test_the_cells_share_the_page_and_the_short_ones_stay_whole() -> None:
+    from evalkit.report.cells import CELL_CHARS, PAGE_CHARS, cut, share
+
+    assert share([10, 5_000_000]) == CELL_CHARS  # one huge answer: cut to a cell's most, nothing else
+    assert share([CELL_CHARS] * 1_000) == PAGE_CHARS // 1_000  # a thousand long ones share the page
+    lengths = [3] * 500 + [40_000] * 300 + [7] * 9_000
+    limit = share(lengths)
+    assert sum(min(n, limit) for n in lengths) <= PAGE_CHARS < sum(min(n, limit + 1) for n in lengths)
+    assert limit > 7  # the short texts are whole
+    assert cut("ab⟨U+0000⟩cd", 5) == "ab"  # a control character's mark is never cut in two
+    assert cut("ab⟨U+0000⟩cd", 10) == "ab⟨U+0000⟩"
+
+
+@pytest.mark.slow  # a thousand prompts, 8 MB of answers stored and read back
+def test_long_answers_are_cut_and_the_file_stays_small(isolated: Path, cli: Any) -> None:
+    from tests.report.htmlproject import write_answers
+
+    count, huge = 1_000, 5_000_000
+    hostile = '"<\x00&' * 750  # 3,000 characters that escaping makes longest
+    rows = [{"id": f"q{i:04d}", "response": "x" * huge if i == 0 else hostile, "model": "m"} for i in range(count)]
+    write_answers(isolated, "long.jsonl", rows)
+    (isolated / "evalkit.yaml").write_text("privacy: full\nproviders:\n  - {id: rec, adapter: replay, path: long.jsonl}\n")
+    prompts = "".join(f"  - {{id: q{i:04d}, prompt: hi, assertions: [{{contains: x}}]}}\n" for i in range(count))
+    (isolated / "long.yaml").write_text(f"id: long\nname: Long\nprompts:\n{prompts}", encoding="utf-8")
+    assert cli("run", "long.yaml").exit_code == 0
+    page = report(cli)
+    assert len(page.encode()) < 2_000_000  # the README's bound for 1,000 prompts, whatever the answers
+    first = section(page, '<tr class="item"', "</tr>")
+    shown = re.search(r"(x+)<span class=\"muted cut\">", first)
+    assert shown is not None
+    assert 100 < len(shown.group(1)) <= 150  # a thousand long answers: each its share of the page
+    assert "… cut: 5,000,000 characters in all" in first
+    assert page.count("… cut: 3,000 characters in all") == count - 1
