@@ -314,7 +314,9 @@ def test_long_answers_are_cut_and_the_file_stays_small(isolated: Path, cli: Any)
     hostile = '"<\x00&' * 750  # 3,000 characters that escaping makes longest
     rows = [{"id": f"q{i:04d}", "response": "x" * huge if i == 0 else hostile, "model": "m"} for i in range(count)]
     write_answers(isolated, "long.jsonl", rows)
-    (isolated / "evalkit.yaml").write_text("privacy: full\nproviders:\n  - {id: rec, adapter: replay, path: long.jsonl}\n")
+    (isolated / "evalkit.yaml").write_text(
+        "privacy: full\nproviders:\n  - {id: rec, adapter: replay, path: long.jsonl}\n"
+    )
     prompts = "".join(f"  - {{id: q{i:04d}, prompt: hi, assertions: [{{contains: x}}]}}\n" for i in range(count))
     (isolated / "long.yaml").write_text(f"id: long\nname: Long\nprompts:\n{prompts}", encoding="utf-8")
     assert cli("run", "long.yaml").exit_code == 0
