@@ -140,8 +140,9 @@ def _error_bars(runs: Sequence[Mapping[str, Any]], what: str) -> dict[str, Any]:
         "type": "bar",
         "label": f"errors · share of a run's {what} that errored",
         "data": shares,
-        "backgroundColor": ERROR_COLOR,
+        "backgroundColor": ERROR_COLOR + "66",  # see-through: the lines stay readable across it
         "borderColor": ERROR_COLOR,
+        "borderWidth": 1,
         "barPercentage": 0.4,
         "marks": notes,
     }
