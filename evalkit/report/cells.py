@@ -18,6 +18,7 @@ from typing import Any
 
 CELL_CHARS = 1_000
 PAGE_CHARS = 150_000
+NAME_CHARS = 120  # a model name an endpoint reported, shown in a line's name and the verdict box
 _MARK = "⟨U+"  # the start of a control character shown as its code point: never cut in two
 
 
@@ -51,6 +52,17 @@ def cut(text: str, limit: int) -> str:
     head = text[:limit]
     mark = head.rfind(_MARK, max(0, limit - 10))
     return head[:mark] if mark != -1 and "⟩" not in head[mark:] else head
+
+
+def short(text: str) -> str:
+    """A name (as shown) of at most ``NAME_CHARS`` characters, an ellipsis where it was cut."""
+    return text if len(text) <= NAME_CHARS else cut(text, NAME_CHARS) + "…"
+
+
+def alone(show: Callable[[object], str], text: str) -> Cell:
+    """A cell that takes no share of the page (a set's verdict): at most ``CELL_CHARS``."""
+    shown = show(text)
+    return Cell(cut(shown, CELL_CHARS), len(text), len(shown) > CELL_CHARS)
 
 
 def fill(spots: Sequence[tuple[MutableMapping[str, Any], str]], show: Callable[[object], str]) -> None:

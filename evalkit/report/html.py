@@ -59,6 +59,7 @@ def _environment() -> Any:
         lstrip_blocks=True,
     )
     env.filters["visible"] = visible
+    env.filters["name"] = lambda v: cells.short(visible(v))
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * float(v):.1f}%"
     env.filters["num"] = lambda v, digits=3: "—" if v is None else f"{float(v):.{digits}f}"
     env.filters["ms"] = lambda v: "—" if v is None else f"{float(v):,.0f} ms"
@@ -73,8 +74,9 @@ def chart_library() -> str:
 def scope_of(run: Mapping[str, Any]) -> str:
     """One trend line per scope: instance, alias, reported model, grader (DESIGN 5.2)."""
     reported = run.get("reported_model") or "unverified"
-    # drawn on a canvas as well as written in the page: shown, never obeyed
-    return visible(f"{run.get('provider')} · {run.get('model')} · {reported} · {run.get('grader')}")
+    # drawn on a canvas as well as written in the page: shown, never obeyed; an endpoint's name cut
+    names = (run.get("provider"), run.get("model"), reported, run.get("grader"))
+    return " · ".join(cells.short(visible(name)) for name in names)
 
 
 def trend_chart(runs: Sequence[Mapping[str, Any]], baseline_ids: set[str], retrieval: bool = False) -> dict[str, Any]:
@@ -192,7 +194,11 @@ def _note(item: Mapping[str, Any]) -> str:
     return str(item.get("error") or item.get("reason") or "")
 
 
-def _text_spots(sections: Sequence[Mapping[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+def _verdict(latest: Mapping[str, Any] | None) -> str:
+    return str(((latest or {}).get("comparison") or {}).get("reason") or "Not compared.")
+
+
+def _text_spots(sections: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
     """Every text cell of the page, as (row, key): prompts, reasons, errors and answers."""
     spots = []
     for section in sections:
@@ -249,6 +255,7 @@ def render(sets: Sequence[Mapping[str, Any]], models: Sequence[Mapping[str, Any]
                 "rows": item_rows(latest) if latest and not retrieval else [],
                 "diff": diff_rows(latest, baseline) if latest and not retrieval else [],
                 "compared": _in_both(latest, baseline),
+                "verdict": cells.alone(visible, _verdict(latest)),  # it names the scope, which may be long
                 "baseline": baseline,
                 "scopes": sorted({scope_of(r) for r in runs}),
             }

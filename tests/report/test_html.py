@@ -328,3 +328,22 @@ def test_long_answers_are_cut_and_the_file_stays_small(isolated: Path, cli: Any)
     assert 100 < len(shown.group(1)) <= 150  # a thousand long answers: each its share of the page
     assert "… cut: 5,000,000 characters in all" in first
     assert page.count("… cut: 3,000 characters in all") == count - 1
+
+
+def test_a_long_model_name_from_an_endpoint_is_cut(isolated: Path, cli: Any) -> None:
+    from evalkit.report.cells import NAME_CHARS
+    from tests.report.htmlproject import write_answers
+
+    write_answers(isolated, "a.jsonl", [{"id": "q", "response": "yes", "model": "m" * 1_000_000}])
+    (isolated / "evalkit.yaml").write_text("providers:\n  - {id: rec, adapter: replay, path: a.jsonl}\n")
+    (isolated / "a.yaml").write_text(
+        "id: a\nname: A\nprompts:\n  - {id: q, prompt: hi, assertions: [{contains: yes}]}\n"
+    )
+    assert cli("run", "a.yaml").exit_code == 0
+    page = report(cli)
+    assert len(page.encode()) < 400_000  # Chart.js and the page: the name is not 4 MB of it
+    labels = [d["label"] for d in json.loads(parsed(page).scripts[1])["set-0"]["trend"]["datasets"]]
+    assert labels == [
+        f"{metric} · rec · replay · {'m' * NAME_CHARS}… · deterministic" for metric in ("pass rate", "mean score")
+    ]
+    assert f"· {'m' * NAME_CHARS}… ·" in page_text(page)  # in the verdict box too
