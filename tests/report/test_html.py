@@ -283,7 +283,11 @@ def test_no_changed_prompt_is_said_not_drawn_as_an_empty_table(isolated: Path, c
 def test_errored_runs_are_drawn_as_errors_not_as_a_collapse(isolated: Path, cli: Any) -> None:
     make_small(isolated, cli)
     assert cli("run", "set.yaml", "--provider", "gone").exit_code == 3  # every call errored
-    trend = json.loads(parsed(report(cli)).scripts[1])["set-0"]["trend"]
+    page = report(cli)
+    assert "gone · replay · unverified · grader deterministic · 2 of 2 answers errored (no measure of quality)" in (
+        page_text(page)
+    )
+    trend = json.loads(parsed(page).scripts[1])["set-0"]["trend"]
     lines = [d for d in trend["datasets"] if d.get("type") != "bar"]
     assert [d["label"].split(" · ")[:2] for d in lines] == [["pass rate", "rec"], ["mean score", "rec"]]
     assert not any("unverified" in d["label"] for d in lines)  # no line for the run that reported no model

@@ -258,3 +258,25 @@ def test_at_400_px_only_the_tables_scroll_sideways_and_legends_wrap(narrow: Any)
     assert any("m<b>1</b>" in label for label, *_ in legends[0][1])  # a hostile model name, as text
     for width, entries in narrow.execute_script(BAR_LEGENDS):
         assert all(left >= 0 and right <= width for left, right in entries)
+
+
+def test_an_errored_run_is_drawn_as_an_error_bar(isolated: Path, cli: Any, browser: Any) -> None:
+    from tests.report.htmlproject import make_small
+
+    make_small(isolated, cli)
+    assert cli("run", "set.yaml", "--provider", "gone").exit_code == 3  # every call errored
+    assert cli("report", "--html", "errored.html").exit_code == 0
+    browser.get((isolated / "errored.html").as_uri())
+    shot(browser, "08-errored-run")
+    # the lines: a point for the good run only, none at 0% for the errored run, which is a bar
+    assert drawn_points(browser, "trend-set-0")[:2] == [1, 1]
+    kinds = browser.execute_script(
+        "const chart = Chart.getChart(document.getElementById('trend-set-0'));"
+        "return chart.data.datasets.map((d, i) => [chart.getDatasetMeta(i).type, d.data]);"
+    )
+    assert kinds == [["line", [0.5, None]], ["line", [0.5, None]], ["bar", [None, 1]]]
+    legend = browser.execute_script(
+        "return Array.from(document.querySelectorAll('ul.legend li')).map(li => li.textContent)"
+    )
+    assert legend[-1] == "errors · share of a run's answers that errored"
+    assert not any("unverified" in entry for entry in legend)
