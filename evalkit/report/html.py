@@ -183,8 +183,8 @@ def diff_rows(latest: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> 
         change = float(item.get("score") or 0) - float(old.get("score") or 0)
         if not flipped and abs(change) < 1e-9:
             continue
-        before_, after = {**old, "note": _note(old)}, {**item, "note": _note(item)}
-        rows.append({"id": item["id"], "flipped": flipped, "change": change, "before": before_, "after": after})
+        was, now = {**old, "note": _note(old)}, {**item, "note": _note(item)}
+        rows.append({"id": item["id"], "flipped": flipped, "change": change, "before": was, "after": now})
     rows.sort(key=lambda r: (not r["flipped"], -abs(r["change"])))
     return rows
 
