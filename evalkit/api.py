@@ -196,7 +196,7 @@ def html_report(
     filters it; with ``runs`` (just made), of their sets, these runs shown as the latest."""
     from evalkit.report import html
     from evalkit.report.jsonout import envelope
-    from evalkit.store import load_retrieval_run, load_run
+    from evalkit.store import as_kept, load_retrieval_run, load_run
     from evalkit.store.reportdata import report_runs
 
     made = {r.run_id: r for r in runs}
@@ -220,7 +220,10 @@ def html_report(
             if latest_row["run_id"] in made:
                 run = made[latest_row["run_id"]]
                 meta: dict[str, Any] = {"privacy": config.privacy}
-                latest = envelope(run, run.gate)
+                # only what the database keeps at this level: the file is an artifact (README, Privacy)
+                latest = envelope(
+                    run if isinstance(run, RetrievalRunResult) else as_kept(run, config.privacy), run.gate
+                )
             else:
                 loaded, meta = (load_retrieval_run if latest_row["kind"] == "retrieval" else load_run)(
                     store, latest_row["run_id"]

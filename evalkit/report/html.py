@@ -23,12 +23,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from evalkit.report import cells
+
 HERE = Path(__file__).resolve().parent
 # C0 and C1 controls but tab and newline, DEL, and the bidirectional and zero-width formatting marks
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 MARKS = {"baseline": "rectRot", "accepted": "star", "regressed": "crossRot"}
 FIRST_ROWS = 100  # a prompt table's rows laid out at load; the rest when shown, filtered or searched
-PALETTE = ("#1f6feb", "#d4572a", "#2da44e", "#8250df", "#bf8700", "#0a7ea4", "#cf222e", "#57606a")
+PALETTE = ("#1f6feb", "#d4572a", "#2da44e", "#8250df", "#116329", "#0a7ea4", "#cf222e", "#57606a")
+ERROR_COLOR = "#bf8700"  # amber, as the page writes "error"; no line has it
 
 
 def visible(text: object) -> str:
@@ -56,6 +59,7 @@ def _environment() -> Any:
         lstrip_blocks=True,
     )
     env.filters["visible"] = visible
+    env.filters["name"] = lambda v: cells.short(visible(v))
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * float(v):.1f}%"
     env.filters["num"] = lambda v, digits=3: "—" if v is None else f"{float(v):.{digits}f}"
     env.filters["ms"] = lambda v: "—" if v is None else f"{float(v):,.0f} ms"
@@ -70,47 +74,80 @@ def chart_library() -> str:
 def scope_of(run: Mapping[str, Any]) -> str:
     """One trend line per scope: instance, alias, reported model, grader (DESIGN 5.2)."""
     reported = run.get("reported_model") or "unverified"
-    # drawn on a canvas as well as written in the page: shown, never obeyed
-    return visible(f"{run.get('provider')} · {run.get('model')} · {reported} · {run.get('grader')}")
+    # drawn on a canvas as well as written in the page: shown, never obeyed; an endpoint's name cut
+    names = (run.get("provider"), run.get("model"), reported, run.get("grader"))
+    return " · ".join(cells.short(visible(name)) for name in names)
 
 
 def trend_chart(runs: Sequence[Mapping[str, Any]], baseline_ids: set[str], retrieval: bool = False) -> dict[str, Any]:
     """Chart.js line data: pass rate and mean score per run (a retrieval set: its top-1 and top-3
     hit rates), one pair of lines per scope, the baseline, accepted and regressed runs marked
-    (runs oldest first)."""
+    (runs oldest first). A run with errors measures no quality (evalkit compares none): it is
+    left off the lines and drawn as a bar of the share of its answers that errored."""
     names = ("top-1 hit rate", "top-3 hit rate") if retrieval else ("pass rate", "mean score")
     labels = [visible(f"{r['started_at'][:16].replace('T', ' ')} {r['run_id'][-6:]}") for r in runs]
     scopes: dict[str, int] = {}
     for run in runs:
-        scopes.setdefault(scope_of(run), len(scopes))
-    datasets = []
-    for scope, index in scopes.items():
-        color = PALETTE[index % len(PALETTE)]
-        for metric, dash in (("pass_rate", []), ("mean_score", [6, 4])):
-            points, styles, radii, fills, notes = [], [], [], [], []
-            for run in runs:
-                mine = scope_of(run) == scope
-                points.append(run[metric] if mine else None)
-                mark = _mark(run, baseline_ids) if mine else None
-                styles.append(MARKS[mark] if mark else "circle")
-                radii.append(7 if mark else 3)
-                fills.append("#cf222e" if mark == "regressed" else color)
-                notes.append(mark or "")
-            datasets.append(
-                {
-                    "label": f"{names[0] if metric == 'pass_rate' else names[1]} · {scope}",
-                    "data": points,
-                    "borderColor": color,
-                    "backgroundColor": fills,
-                    "pointStyle": styles,
-                    "pointRadius": radii,
-                    "borderDash": dash,
-                    "spanGaps": True,
-                    "clip": 8,  # a mark at 0% or 100% drawn whole
-                    "marks": notes,
-                }
-            )
+        if not errored(run):
+            scopes.setdefault(scope_of(run), len(scopes))
+    datasets = [
+        _line(runs, scope, PALETTE[index % len(PALETTE)], metric, baseline_ids)
+        | {"label": f"{names[0] if metric == 'pass_rate' else names[1]} · {scope}"}
+        for scope, index in scopes.items()
+        for metric in ("pass_rate", "mean_score")
+    ]
+    if any(errored(r) for r in runs):
+        datasets.append(_error_bars(runs, "questions" if retrieval else "answers"))
     return {"labels": labels, "datasets": datasets}
+
+
+def errored(run: Mapping[str, Any]) -> bool:
+    return bool(run.get("error_count"))
+
+
+def _line(
+    runs: Sequence[Mapping[str, Any]], scope: str, color: str, metric: str, baseline_ids: set[str]
+) -> dict[str, Any]:
+    """One scope's line of ``metric``: a point per run of the scope without errors."""
+    points, styles, radii, fills, notes = [], [], [], [], []
+    for run in runs:
+        mine = scope_of(run) == scope and not errored(run)
+        points.append(run[metric] if mine else None)
+        mark = _mark(run, baseline_ids) if mine else None
+        styles.append(MARKS[mark] if mark else "circle")
+        radii.append(7 if mark else 3)
+        fills.append("#cf222e" if mark == "regressed" else color)
+        notes.append(mark or "")
+    return {
+        "data": points,
+        "borderColor": color,
+        "backgroundColor": fills,
+        "pointStyle": styles,
+        "pointRadius": radii,
+        "borderDash": [] if metric == "pass_rate" else [6, 4],
+        "spanGaps": True,
+        "clip": 8,  # a mark at 0% or 100% drawn whole
+        "marks": notes,
+    }
+
+
+def _error_bars(runs: Sequence[Mapping[str, Any]], what: str) -> dict[str, Any]:
+    """Per run with errors, the share of its answers (questions) that errored, and the scope."""
+    shares, notes = [], []
+    for run in runs:
+        count, total = int(run.get("error_count") or 0), int(run.get("item_count") or 0)
+        shares.append(min(1.0, count / total) if count and total else None)
+        notes.append(f"{count} of {total} {what} errored · {scope_of(run)}" if count else "")
+    return {
+        "type": "bar",
+        "label": f"errors · share of a run's {what} that errored",
+        "data": shares,
+        "backgroundColor": ERROR_COLOR + "66",  # see-through: the lines stay readable across it
+        "borderColor": ERROR_COLOR,
+        "borderWidth": 1,
+        "barPercentage": 0.4,
+        "marks": notes,
+    }
 
 
 def _mark(run: Mapping[str, Any], baseline_ids: set[str]) -> str | None:
@@ -127,7 +164,7 @@ def item_rows(latest: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for item in latest.get("items") or []:
         status = "error" if item.get("error") else ("pass" if item.get("passed") else "fail")
-        rows.append({**item, "status": status})
+        rows.append({**item, "status": status, "note": _note(item)})
     return rows
 
 
@@ -146,9 +183,30 @@ def diff_rows(latest: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> 
         change = float(item.get("score") or 0) - float(old.get("score") or 0)
         if not flipped and abs(change) < 1e-9:
             continue
-        rows.append({"id": item["id"], "flipped": flipped, "change": change, "before": old, "after": item})
+        was, now = {**old, "note": _note(old)}, {**item, "note": _note(item)}
+        rows.append({"id": item["id"], "flipped": flipped, "change": change, "before": was, "after": now})
     rows.sort(key=lambda r: (not r["flipped"], -abs(r["change"])))
     return rows
+
+
+def _note(item: Mapping[str, Any]) -> str:
+    """What a row says of its verdict: the error, or else the reason."""
+    return str(item.get("error") or item.get("reason") or "")
+
+
+def _verdict(latest: Mapping[str, Any] | None) -> str:
+    return str(((latest or {}).get("comparison") or {}).get("reason") or "Not compared.")
+
+
+def _text_spots(sections: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """Every text cell of the page, as (row, key): prompts, reasons, errors and answers."""
+    spots = []
+    for section in sections:
+        for row in section["rows"]:
+            spots += [(row, key) for key in ("prompt", "note", "response") if row.get(key) is not None]
+        for diff in section["diff"]:
+            spots += [(diff["before"], "note"), (diff["after"], "note")]
+    return spots
 
 
 def _in_both(latest: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None) -> int:
@@ -197,10 +255,12 @@ def render(sets: Sequence[Mapping[str, Any]], models: Sequence[Mapping[str, Any]
                 "rows": item_rows(latest) if latest and not retrieval else [],
                 "diff": diff_rows(latest, baseline) if latest and not retrieval else [],
                 "compared": _in_both(latest, baseline),
+                "verdict": cells.alone(visible, _verdict(latest)),  # it names the scope, which may be long
                 "baseline": baseline,
                 "scopes": sorted({scope_of(r) for r in runs}),
             }
         )
+    cells.fill(_text_spots(sections), visible)  # cut, so the file stays small whatever the answers
     page = _environment().get_template("report.html.j2")
     return str(
         page.render(

@@ -17,12 +17,13 @@ from evalkit.store.queries import (
     set_summaries,
 )
 from evalkit.store.retrieval_runs import load_retrieval_run, previous_retrieval, save_retrieval_run
-from evalkit.store.runs import load_run, resolve_run_id, run_kind, save_run
+from evalkit.store.runs import as_kept, load_run, resolve_run_id, run_kind, save_run
 from evalkit.store.store import Store
 
 __all__ = [
     "Store",
     "StoreCache",
+    "as_kept",
     "clear_cache",
     "find_baseline",
     "history",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -97,6 +98,13 @@ def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple
         None,
         item.repeat,
     )
+
+
+def as_kept(run: RunResult, level: str) -> RunResult:
+    """``run`` with its items as the database keeps them at ``level`` (none at ``none``): what
+    a report of a run just made may show (README, Privacy)."""
+    rows = [_item_row(run, i, item, level) for i, item in enumerate(run.items)] if keeps_items(level) else []
+    return replace(run, items=tuple(_item_from_row(dict(zip(RESULT_COLUMNS, r, strict=True))) for r in rows))
 
 
 def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) -> tuple[Any, ...]:

@@ -85,3 +85,30 @@ def make_project(folder: Path, cli: Any, *, runs: int = 3, privacy: str = "full"
     retrieval = cli("retrieval", "q.yaml", "--retriever", "lexical")
     assert retrieval.exit_code == 0, retrieval.stderr
     return {"runs": made, "bad": bad, "regressed": regressed}
+
+
+SECRET_PROMPT = "Say yes about the secret plan"  # a prompt's text: kept at privacy redacted and full only
+SECRET_ANSWER = "yes, the secret plan is ready"  # an answer's text, quoted by the reason of a failing exact
+
+
+def make_small(folder: Path, cli: Any, *, privacy: str = "metadata") -> None:
+    """A set of two prompts (``a`` passes, ``b`` fails) on instance ``rec``, one run accepted as
+    the baseline: a second run gives the same answers (no regression, no prompt changed).
+    Instance ``gone`` has no recorded answers: every call errors, as against an unknown model."""
+    write_answers(folder, "answers.jsonl", [{"id": p, "response": SECRET_ANSWER, "model": "m1"} for p in ("a", "b")])
+    write_answers(folder, "none.jsonl", [])
+    (folder / "evalkit.yaml").write_text(
+        f"privacy: {privacy}\ndefault_provider: rec\nbaselines: baselines\nproviders:\n"
+        "  - {id: rec, adapter: replay, path: answers.jsonl}\n"
+        "  - {id: gone, adapter: replay, path: none.jsonl}\n",
+        encoding="utf-8",
+    )
+    (folder / "set.yaml").write_text(
+        f"id: small\nname: Small\nprompts:\n  - {{id: a, prompt: '{SECRET_PROMPT}', assertions: [{{contains: yes}}]}}\n"
+        f"  - {{id: b, prompt: '{SECRET_PROMPT} b', assertions: [{{exact: 'no way'}}]}}\n",
+        encoding="utf-8",
+    )
+    first = cli("run", "set.yaml")
+    assert first.exit_code == 0, first.stderr
+    if privacy != "none":  # a baseline file needs the prompts' outcomes
+        assert cli("baseline", "accept").exit_code == 0

@@ -13,7 +13,16 @@ from typing import Any
 import pytest
 
 from evalkit.report.html import script_json, visible
-from tests.report.htmlproject import BIDI, HOSTILE_ID, HOSTILE_MODEL, HOSTILE_NEEDLE, SCRIPT, TEMPLATE, make_project
+from tests.report.htmlproject import (
+    BIDI,
+    HOSTILE_ID,
+    HOSTILE_MODEL,
+    HOSTILE_NEEDLE,
+    SCRIPT,
+    TEMPLATE,
+    make_project,
+    make_small,
+)
 
 
 class Elements(HTMLParser):
@@ -79,6 +88,18 @@ def report(cli: Any, *args: str, of: dict[str, Any] | None = None) -> str:
     return Path("report.html").read_text(encoding="utf-8")
 
 
+def page_text(page: str) -> str:
+    """What a person reads: the page without its scripts and tags, whitespace made single spaces."""
+    from html import unescape
+
+    body = re.sub(r"<script.*?</script>", "", page, flags=re.S)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def section(page: str, start: str, end: str = "</table>") -> str:
+    return page.split(start, 1)[1].split(end, 1)[0]
+
+
 def test_the_file_needs_nothing_from_outside(cli: Any, project: dict[str, Any]) -> None:
     page = report(cli, of=project)
     elements = parsed(page)
@@ -130,7 +151,7 @@ def test_the_report_has_every_part(cli: Any, project: dict[str, Any]) -> None:
     page = report(cli, of=project)
     assert page.count('class="set"') == 2  # the prompt set and the retrieval set
     assert project["regressed"] in page
-    assert "Regressed" in page
+    assert "Regression: pass rate dropped" in page
     assert page.count('<tr class="item"') == 5
     assert 'id="diff-set-0"' in page
     assert "1 prompt(s) flipped" in page
@@ -218,3 +239,115 @@ def test_an_empty_history_still_makes_a_page(isolated: Path, cli: Any, write_fil
     write_file("evalkit.yaml", "providers: []\n")
     page = report(cli)
     assert "No stored runs match." in page
+
+
+def test_the_verdict_is_said_once(cli: Any, project: dict[str, Any], isolated: Path) -> None:
+    text = page_text(report(cli, "html.demo", of=project))
+    assert "Regression: pass rate dropped 20.0 pp" in text
+    assert "Regressed" not in text
+    assert text.count("Regression:") == 1
+    make_small(isolated, cli)
+    assert cli("run", "set.yaml", "--html", "again.html").exit_code == 0
+    again = page_text(Path("again.html").read_text(encoding="utf-8"))
+    assert "No regression: pass rate +0.0 pp" in again
+    assert again.count("No regression") == 1
+
+
+@pytest.mark.parametrize("privacy", ["metadata", "none"])
+def test_run_html_holds_only_what_the_database_keeps(isolated: Path, cli: Any, privacy: str) -> None:
+    from tests.report.htmlproject import SECRET_ANSWER, SECRET_PROMPT
+
+    make_small(isolated, cli, privacy=privacy)
+    assert cli("run", "set.yaml", "--html", "run.html").exit_code == 0
+    page = Path("run.html").read_text(encoding="utf-8")
+    for secret in (SECRET_PROMPT, SECRET_ANSWER, "the secret plan"):  # the prompt, the answer, a reason quoting it
+        assert secret not in page
+    stored = report(cli)
+    if privacy == "none":  # aggregates only: no prompt table
+        assert 'class="items"' not in page
+        return
+    rows = section(page, '<table class="items"')
+    assert rows == section(stored, '<table class="items"')  # the same rows the database gives the report
+    assert "not kept (privacy metadata)" in rows
+    assert "0/1 assertions hold; failed: exact" in rows  # the text-free reason
+
+
+def test_no_changed_prompt_is_said_not_drawn_as_an_empty_table(isolated: Path, cli: Any) -> None:
+    make_small(isolated, cli)
+    assert cli("run", "set.yaml", "--html", "same.html").exit_code == 0
+    page = Path("same.html").read_text(encoding="utf-8")
+    assert 'class="diff"' not in page
+    assert "No prompt changed: the 2 prompt(s) in both runs have the same verdict and score." in page_text(page)
+
+
+def test_errored_runs_are_drawn_as_errors_not_as_a_collapse(isolated: Path, cli: Any) -> None:
+    make_small(isolated, cli)
+    assert cli("run", "set.yaml", "--provider", "gone").exit_code == 3  # every call errored
+    page = report(cli)
+    assert "gone · replay · unverified · grader deterministic · 2 of 2 answers errored (no measure of quality)" in (
+        page_text(page)
+    )
+    trend = json.loads(parsed(page).scripts[1])["set-0"]["trend"]
+    lines = [d for d in trend["datasets"] if d.get("type") != "bar"]
+    assert [d["label"].split(" · ")[:2] for d in lines] == [["pass rate", "rec"], ["mean score", "rec"]]
+    assert not any("unverified" in d["label"] for d in lines)  # no line for the run that reported no model
+    assert [d["data"] for d in lines] == [[0.5, None], [0.5, None]]  # the errored run is no quality point
+    (errors,) = [d for d in trend["datasets"] if d.get("type") == "bar"]
+    assert errors["data"] == [None, 1.0]  # every answer errored
+    assert errors["marks"][1].startswith("2 of 2 answers errored · gone · replay · unverified")
+
+
+def test_the_cells_share_the_page_and_the_short_ones_stay_whole() -> None:
+    from evalkit.report.cells import CELL_CHARS, PAGE_CHARS, cut, share
+
+    assert share([10, 5_000_000]) == CELL_CHARS  # one huge answer: cut to a cell's most, nothing else
+    assert share([CELL_CHARS] * 1_000) == PAGE_CHARS // 1_000  # a thousand long ones share the page
+    lengths = [3] * 500 + [40_000] * 300 + [7] * 9_000
+    limit = share(lengths)
+    assert sum(min(n, limit) for n in lengths) <= PAGE_CHARS < sum(min(n, limit + 1) for n in lengths)
+    assert limit > 7  # the short texts are whole
+    assert cut("ab⟨U+0000⟩cd", 5) == "ab"  # a control character's mark is never cut in two
+    assert cut("ab⟨U+0000⟩cd", 10) == "ab⟨U+0000⟩"
+
+
+@pytest.mark.slow  # a thousand prompts, 8 MB of answers stored and read back
+def test_long_answers_are_cut_and_the_file_stays_small(isolated: Path, cli: Any) -> None:
+    from tests.report.htmlproject import write_answers
+
+    count, huge = 1_000, 5_000_000
+    hostile = '"<\x00&' * 750  # 3,000 characters that escaping makes longest
+    rows = [{"id": f"q{i:04d}", "response": "x" * huge if i == 0 else hostile, "model": "m"} for i in range(count)]
+    write_answers(isolated, "long.jsonl", rows)
+    (isolated / "evalkit.yaml").write_text(
+        "privacy: full\nproviders:\n  - {id: rec, adapter: replay, path: long.jsonl}\n"
+    )
+    prompts = "".join(f"  - {{id: q{i:04d}, prompt: hi, assertions: [{{contains: x}}]}}\n" for i in range(count))
+    (isolated / "long.yaml").write_text(f"id: long\nname: Long\nprompts:\n{prompts}", encoding="utf-8")
+    assert cli("run", "long.yaml").exit_code == 0
+    page = report(cli)
+    assert len(page.encode()) < 2_000_000  # the README's bound for 1,000 prompts, whatever the answers
+    first = section(page, '<tr class="item"', "</tr>")
+    shown = re.search(r"(x+)<span class=\"muted cut\">", first)
+    assert shown is not None
+    assert 100 < len(shown.group(1)) <= 150  # a thousand long answers: each its share of the page
+    assert "… cut: 5,000,000 characters in all" in first
+    assert page.count("… cut: 3,000 characters in all") == count - 1
+
+
+def test_a_long_model_name_from_an_endpoint_is_cut(isolated: Path, cli: Any) -> None:
+    from evalkit.report.cells import NAME_CHARS
+    from tests.report.htmlproject import write_answers
+
+    write_answers(isolated, "a.jsonl", [{"id": "q", "response": "yes", "model": "m" * 1_000_000}])
+    (isolated / "evalkit.yaml").write_text("providers:\n  - {id: rec, adapter: replay, path: a.jsonl}\n")
+    (isolated / "a.yaml").write_text(
+        "id: a\nname: A\nprompts:\n  - {id: q, prompt: hi, assertions: [{contains: yes}]}\n"
+    )
+    assert cli("run", "a.yaml").exit_code == 0
+    page = report(cli)
+    assert len(page.encode()) < 400_000  # Chart.js and the page: the name is not 4 MB of it
+    labels = [d["label"] for d in json.loads(parsed(page).scripts[1])["set-0"]["trend"]["datasets"]]
+    assert labels == [
+        f"{metric} · rec · replay · {'m' * NAME_CHARS}… · deterministic" for metric in ("pass rate", "mean score")
+    ]
+    assert f"· {'m' * NAME_CHARS}… ·" in page_text(page)  # in the verdict box too

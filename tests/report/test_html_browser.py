@@ -185,3 +185,98 @@ def test_rows_past_the_first_hundred_are_there_when_asked_for(isolated: Path, cl
     browser.execute_script("arguments[0].value = ''; arguments[0].dispatchEvent(new Event('input'))", search)
     assert len(visible_rows(browser, "items-set-0")) == count
     shot(browser, "06-many-rows")
+
+
+@pytest.fixture
+def narrow(page: Any) -> Iterator[Any]:
+    """The report on a screen 400 CSS pixels wide (a phone), loaded afresh at that width."""
+    metrics = {"width": 400, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+    page.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        page.refresh()
+        assert page.execute_script("return document.body.dataset.ready") == "yes"
+        yield page
+    finally:
+        page.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+BOXES = (  # per wide table: its width, its box's width and overflow, the box's right edge
+    "return Array.from(document.querySelectorAll('table.items, table.diff, table.models')).map(t => "
+    "[t.className, t.offsetWidth, t.parentElement.clientWidth, getComputedStyle(t.parentElement).overflowX,"
+    " t.parentElement.getBoundingClientRect().right]);"
+)
+BROKEN_WORDS = (  # the words of up to 20 characters in table cells that are laid out on more than one line
+    "const broken = [];"
+    "for (const cell of document.querySelectorAll('table.items td, table.diff td')) {"
+    "  const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);"
+    "  for (let node = walk.nextNode(); node; node = walk.nextNode()) {"
+    "    for (const m of node.data.matchAll(/\\S{1,20}(?!\\S)/g)) {"
+    "      if (m.index > 0 && !/\\s/.test(node.data[m.index - 1])) { continue; }"
+    "      const range = document.createRange(); range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);"
+    "      const lines = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));"
+    "      if (lines.size > 1) { broken.push(m[0]); }"
+    "    }"
+    "  }"
+    "}"
+    "return broken;"
+)
+LEGENDS = (  # per trend legend: its chart's dataset count, and per entry: label, swatch, left, right, clipped
+    "return Array.from(document.querySelectorAll('ul.legend')).map(list => ["
+    "  Chart.getChart(document.getElementById(list.dataset.chart)).data.datasets.length,"
+    "  Array.from(list.children).map(li => { const r = li.getBoundingClientRect();"
+    "    return [li.textContent, li.firstChild.className, r.left, r.right, li.scrollWidth > li.clientWidth]; })]);"
+)
+BAR_LEGENDS = (  # per bar chart: the canvas width and the right edges of its legend's entries
+    "return Array.from(document.querySelectorAll('canvas.bars-form, canvas.bars-hard')).map(c => {"
+    "  const chart = Chart.getChart(c); return [chart.width, chart.legend.legendHitBoxes.map(b => [b.left, b.left + b.width])]; });"
+)
+
+
+def test_at_400_px_only_the_tables_scroll_sideways_and_legends_wrap(narrow: Any) -> None:
+    shot(narrow, "07-400px")
+    page_width, screen = narrow.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert page_width <= screen  # the page itself never scrolls sideways
+    boxes = narrow.execute_script(BOXES)
+    assert [b[0] for b in boxes] == ["items", "diff", "models"]
+    for _name, _table, _box, overflow, right in boxes:
+        assert overflow == "auto"  # a table wider than its box scrolls in it
+        assert right <= screen
+    assert boxes[0][1] > boxes[0][2]  # the prompts' table is wider than the screen: the answer is a scroll away
+    assert narrow.execute_script(BROKEN_WORDS) == []  # no word broken mid-word
+    legends = narrow.execute_script(LEGENDS)
+    assert len(legends) == 2  # the prompt set's trend and the retrieval set's
+    for datasets, entries in legends:
+        assert len(entries) == datasets  # every line named
+        for _label, _swatch, left, right, clipped in entries:
+            assert left >= 0
+            assert right <= screen
+            assert not clipped
+    swatches = {label.split(" · ")[0]: swatch for label, swatch, *_ in legends[0][1]}
+    assert swatches == {"pass rate": "swatch solid", "mean score": "swatch dashed"}  # told apart
+    assert any("m<b>1</b>" in label for label, *_ in legends[0][1])  # a hostile model name, as text
+    for width, entries in narrow.execute_script(BAR_LEGENDS):
+        assert all(left >= 0 and right <= width for left, right in entries)
+
+
+def test_an_errored_run_is_drawn_as_an_error_bar(isolated: Path, cli: Any, browser: Any) -> None:
+    from tests.report.htmlproject import make_small
+
+    make_small(isolated, cli)
+    assert cli("run", "set.yaml", "--provider", "gone").exit_code == 3  # every call errored
+    assert cli("report", "--html", "errored.html").exit_code == 0
+    browser.get((isolated / "errored.html").as_uri())
+    shot(browser, "08-errored-run")
+    # the lines: a point for the good run only, none at 0% for the errored run, which is a bar
+    assert drawn_points(browser, "trend-set-0")[:2] == [1, 1]
+    kinds = browser.execute_script(
+        "const chart = Chart.getChart(document.getElementById('trend-set-0'));"
+        "return chart.data.datasets.map((d, i) => [chart.getDatasetMeta(i).type, d.data]);"
+    )
+    assert kinds == [["line", [0.5, None]], ["line", [0.5, None]], ["bar", [None, 1]]]
+    legend = browser.execute_script(
+        "return Array.from(document.querySelectorAll('ul.legend li')).map(li => li.textContent)"
+    )
+    assert legend[-1] == "errors · share of a run's answers that errored"
+    assert not any("unverified" in entry for entry in legend)
