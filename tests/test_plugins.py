@@ -299,7 +299,7 @@ def test_version_verbose_lists_built_ins_and_plugins(site: PluginSite, cli: Any)
     assert lines[1] == "built in:"
     assert lines[2].startswith("  assertion types: contains, contains_all, ")
     assert lines[3:5] == [
-        "  provider adapters: openai, anthropic, replay, local",
+        "  provider adapters: openai, anthropic, replay, local, http, python, command",
         "  retriever kinds: http, command, lexical",
     ]
     assert lines[5:] == [

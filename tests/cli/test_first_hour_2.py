@@ -331,7 +331,7 @@ def test_unknown_names_get_a_suggestion_only_when_it_is_a_typo(cli: Any, write_f
         "did you mean 'contains'?"
     )
     assert cli("validate", "cfg/evalkit.yaml").stderr.splitlines()[0] == (
-        "cfg/evalkit.yaml:1:30: providers[0].adapter: 'openia' is not one of: openai, anthropic, replay, local; "
+        "cfg/evalkit.yaml:1:30: providers[0].adapter: 'openia' is not one of: openai, anthropic, replay, local, http, python, command; "
         "did you mean 'openai'?"
     )
 

@@ -350,7 +350,7 @@ CONFIG_CASES: list[Any] = [
     case(
         "unknown_adapter",
         [
-            "tests/data/invalid/config/unknown_adapter.yaml:4:14: providers[0].adapter: 'llamacpp' is not one of: openai, anthropic, replay, local"
+            "tests/data/invalid/config/unknown_adapter.yaml:4:14: providers[0].adapter: 'llamacpp' is not one of: openai, anthropic, replay, local, http, python, command"
         ],
     ),
     case(
