@@ -308,8 +308,8 @@ def test_a_runs_schema_patterns_share_its_regex_time(monkeypatch: pytest.MonkeyP
         return [(await grader.grade(None, prompt, HOSTILE_JSON, None)).reason for _ in range(8)]  # type: ignore[arg-type]
 
     reasons = asyncio.run(main())
-    whole = schema_gave_up("json_schema", " after 0.2 s")
-    spent = schema_gave_up("json_schema", ": the run's 0.5 s of regex time is spent")
+    whole = "assertion failed: " + schema_gave_up("json_schema", " after 0.2 s")  # the prompt's reason
+    spent = "assertion failed: " + schema_gave_up("json_schema", ": the run's 0.5 s of regex time is spent")
     # a search that gives up has taken its whole limit: two of 0.2 s leave the run less than one
     assert reasons[0] == whole
     assert reasons[1] in (whole, spent)
