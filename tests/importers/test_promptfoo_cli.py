@@ -229,3 +229,24 @@ def test_sets_point_editors_at_the_projects_schemas(isolated: Path, cli: Any, wr
     assert cli("import", "promptfoo", "pf/promptfooconfig.yaml", "--out", "sets/imported").exit_code == 0
     first = (isolated / "sets" / "imported" / "pf.yaml").read_text(encoding="utf-8").splitlines()[0]
     assert first == "# yaml-language-server: $schema=../../.evalkit/schemas/prompt-set.schema.json"
+
+
+def test_lines_ending_in_spaces_load_back_byte_identical(isolated: Path, cli: Any, write_file: Any) -> None:
+    """A prompt file's lines and a var's lines that end in spaces or tabs (promptfoo's
+    anthropic/web-tools example) are written so the set loads back as the same text."""
+    (isolated / "prompt.txt").write_text("Answer briefly. \nQuestion:\t\n\n{{question}}\n", encoding="utf-8")
+    write_file(
+        "promptfooconfig.yaml",
+        """
+        prompts: [file://prompt.txt]
+        tests:
+          - vars:
+              question: "What is 2+2?  \\nThink first. "
+            assert: [{type: contains, value: '4'}]
+        """,
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    prompt_set = load_set(isolated / "sets" / "work.yaml")
+    assert isinstance(prompt_set, PromptSet)
+    assert prompt_set.prompts[0].prompt == "Answer briefly. \nQuestion:\t\n\nWhat is 2+2?  \nThink first. "
