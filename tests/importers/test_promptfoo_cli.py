@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +252,45 @@ def test_lines_ending_in_spaces_load_back_byte_identical(isolated: Path, cli: An
     prompt_set = load_set(isolated / "sets" / "work.yaml")
     assert isinstance(prompt_set, PromptSet)
     assert prompt_set.prompts[0].prompt == "Answer briefly. \nQuestion:\t\n\nWhat is 2+2?  \nThink first. "
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        pytest.param(
+            {"promptfooconfig.yaml": "prompts: ['{{x}}']\ntests: file://tests.json\n", "tests.json": DEEP},
+            "Error: tests.json:1:66: YAML error: nested deeper than 64 levels; flatten it",
+            id="tests-json",
+        ),
+        pytest.param(
+            {"promptfooconfig.yaml": "prompts: ['{{x}}']\ntests: file://tests.jsonl\n", "tests.jsonl": DEEP},
+            "Error: tests.jsonl:1:1: JSON nested too deeply to read; flatten it",
+            id="tests-jsonl",
+        ),
+        pytest.param(
+            {"promptfooconfig.yaml": "prompts: [file://p.json]\ntests: [{vars: {x: a}}]\n", "p.json": DEEP},
+            "Error: p.json:1:1: JSON nested too deeply to read; flatten it",
+            id="chat-prompt-json",
+        ),
+    ],
+)
+def test_files_nested_100000_deep_are_exit_2(isolated: Path, files: dict[str, str], message: str) -> None:
+    """Bounded nesting: a file nested 100,000 deep crashed the process (libyaml's composer
+    overflowed the C stack: exit 139, no message) or was a RecursionError traceback. In a
+    subprocess, so that a crash fails this test instead of ending pytest."""
+    for name, text in files.items():
+        (isolated / name).write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "evalkit", "import", "promptfoo", "promptfooconfig.yaml", "--out", "sets"],
+        capture_output=True,
+        text=True,
+        cwd=isolated,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(isolated)},
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stderr.splitlines()) == (2, [message]), done.stderr[-2000:]
+    assert not (isolated / "sets").exists()

@@ -30,6 +30,7 @@ from evalkit.importers.promptfoo.source import (
     file_reference,
     read_text,
     read_yaml,
+    refuse_deep_json,
     shown,
     split_function,
 )
@@ -133,6 +134,8 @@ def _file_prompts(path: Path, where: Loc) -> list[str]:
         return [c for c in chunks if c]
     if path.suffix == ".jsonl":
         return [line for line in re.split(r"\r?\n", text) if line]
+    if path.suffix == ".json":
+        refuse_deep_json(text, Loc(shown(path), fixed_line=1))
     if path.suffix in (".json", ".md", ".j2"):
         return [text]
     raise where.error(f"unsupported prompt file {shown(path)} (promptfoo reads .txt, .md, .j2, .json, .jsonl, .yaml)")

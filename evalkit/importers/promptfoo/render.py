@@ -113,12 +113,12 @@ def _substitution(text: str, subject: str, found: re.Match[str]) -> str:
 def render_prompt(raw: str, variables: Mapping[str, Any]) -> RenderedPrompt:
     """Steps 2 and 3 for one prompt (prefix and suffix already added to ``raw``)."""
     undefined: set[str] = set()
-    try:
-        parsed = json.loads(raw, parse_constant=_no_constant)
-    except (json.JSONDecodeError, ValueError):
-        parsed = _NOT_JSON
+    parsed = _json(raw)
     if parsed is not _NOT_JSON:
-        structure = _render_structure(parsed, variables, undefined)
+        try:
+            structure = _render_structure(parsed, variables, undefined)
+        except RecursionError:
+            raise RenderProblem(_TOO_DEEP) from None
         return RenderedPrompt(_messages(structure), tuple(sorted(undefined)))
     rendered_vars = dict(variables)
     for name, value in variables.items():
@@ -132,6 +132,17 @@ def render_prompt(raw: str, variables: Mapping[str, Any]) -> RenderedPrompt:
 
 
 _NOT_JSON = object()
+_TOO_DEEP = "the prompt is JSON nested too deeply to read; flatten it"
+
+
+def _json(text: str) -> Any:
+    """``text`` as JSON, or _NOT_JSON."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError):
+        return _NOT_JSON
+    except RecursionError:
+        raise RenderProblem(_TOO_DEEP) from None
 
 
 def _no_constant(name: str) -> Any:
@@ -183,11 +194,10 @@ def _chat(text: str) -> tuple[Message, ...]:
             return _messages(parse_yaml_text(text, Loc("prompt")))
         except Exception as exc:  # a SetError: the YAML of the rendered prompt
             raise RenderProblem(f"the rendered prompt is not a YAML conversation: {exc}") from None
-    try:
-        parsed = json.loads(text, parse_constant=_no_constant)
-    except (json.JSONDecodeError, ValueError):
+    parsed = _json(text)
+    if parsed is _NOT_JSON:
         if _looks_like_json(trimmed):
-            raise RenderProblem("the rendered prompt looks like JSON but is not valid JSON") from None
+            raise RenderProblem("the rendered prompt looks like JSON but is not valid JSON")
         return (Message("user", text),)
     return _messages(parsed)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import Issue, SetError
+from evalkit.jsonl import json_lines
 from evalkit.sets.yamldoc import Document, format_path, load_document, parse_document
 
 JS_EXTENSIONS = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx")
@@ -144,13 +145,22 @@ def read_csv(path: Path, where: Loc) -> list[Row]:
 
 
 def read_jsonl(path: Path, where: Loc) -> list[Row]:
+    """One row per non-blank line, read as evalkit reads every JSON Lines file (evalkit.jsonl)."""
     name = shown(path)
     rows = []
-    for number, line in enumerate(read_text(path, where).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(Row(json.loads(line), Loc(name, fixed_line=number)))
-        except json.JSONDecodeError as exc:
-            raise Loc(name, fixed_line=number).error(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    for number, value, unreadable in json_lines(read_text(path, where).split("\n")):
+        if unreadable is not None:
+            column, problem = unreadable
+            raise SetError([Issue(name, number, column, "", problem)])
+        rows.append(Row(value, Loc(name, fixed_line=number)))
     return rows
+
+
+def refuse_deep_json(text: str, where: Loc) -> None:
+    """Stop at JSON nested too deeply to read (a RecursionError); any other text is left as it is."""
+    try:
+        json.loads(text)
+    except RecursionError:
+        raise where.error("JSON nested too deeply to read; flatten it") from None
+    except ValueError:  # not JSON: read as text
+        pass
