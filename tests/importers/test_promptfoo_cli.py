@@ -294,3 +294,35 @@ def test_files_nested_100000_deep_are_exit_2(isolated: Path, files: dict[str, st
     )
     assert (done.returncode, done.stderr.splitlines()) == (2, [message]), done.stderr[-2000:]
     assert not (isolated / "sets").exists()
+
+
+def test_credentials_in_a_provider_url_are_never_printed_or_written(isolated: Path, cli: Any, write_file: Any) -> None:
+    write_file(
+        "promptfooconfig.yaml",
+        """
+        prompts: ['hi']
+        providers:
+          - id: openai:chat:gpt-4o-mini
+            config: {apiBaseUrl: 'https://alice:s3cr%40t@llm.example.com/v1/'}
+          - id: anthropic:messages:claude-3-5-haiku-latest
+            config: {apiHost: 'bob:hunter2@proxy.example.com'}
+        tests: [{assert: [{type: contains, value: a}]}]
+        """,
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    shown = result.stdout + result.stderr + "".join(p.read_text(encoding="utf-8") for p in isolated.glob("sets/*"))
+    for secret in ("alice", "s3cr", "bob", "hunter2"):
+        assert secret not in shown
+    lines = result.stdout.splitlines()
+    assert "      base_url: https://llm.example.com/v1" in lines
+    assert "      base_url: https://proxy.example.com/v1" in lines
+    assert (
+        "  promptfooconfig.yaml:3: provider openai:chat:gpt-4o-mini apiBaseUrl: its user:password@ is not copied "
+        "(evalkit sends no credentials in a URL); export the key as OPENAI_API_KEY"
+    ) in lines
+    assert (
+        "  promptfooconfig.yaml:5: provider anthropic:messages:claude-3-5-haiku-latest apiHost: its user:password@ "
+        "is not copied (evalkit sends no credentials in a URL); export the key as ANTHROPIC_API_KEY"
+    ) in lines
+    assert cli("validate", "sets").exit_code == 0
