@@ -326,3 +326,65 @@ def test_credentials_in_a_provider_url_are_never_printed_or_written(isolated: Pa
         "is not copied (evalkit sends no credentials in a URL); export the key as ANTHROPIC_API_KEY"
     ) in lines
     assert cli("validate", "sets").exit_code == 0
+
+
+OUTSIDE_REFERENCES = [
+    pytest.param(
+        "prompts: ['Summarise {{doc}}']\ntests: [{vars: {doc: 'file://../outside/secret.txt'}, assert: [{type: equals, value: a}]}]\n",
+        "Error: pf/promptfooconfig.yaml:2:22: tests[0].vars.doc: file://../outside/secret.txt reads outside/secret.txt",
+        id="relative-var",
+    ),
+    pytest.param(
+        "prompts: ['Summarise {{doc}}']\ntests: [{vars: {doc: 'file://{secret}'}, assert: [{type: equals, value: a}]}]\n",
+        "Error: pf/promptfooconfig.yaml:2:22: tests[0].vars.doc: file://{secret} reads outside/secret.txt",
+        id="absolute-var",
+    ),
+    pytest.param(
+        "prompts: ['Summarise {{doc}}']\n"
+        "tests: [{vars: {doc: 'file://../outside/secret.txt'}, options: {disableVarExpansion: true},\n"
+        "         assert: [{type: equals, value: a}]}]\n",
+        "Error: pf/promptfooconfig.yaml:2:22: tests[0].vars.doc: file://../outside/secret.txt reads outside/secret.txt",
+        id="var-not-expanded",
+    ),
+    pytest.param(
+        "prompts: ['file://../outside/secret.txt']\ntests: [{assert: [{type: equals, value: a}]}]\n",
+        "Error: pf/promptfooconfig.yaml:1:11: prompts[0]: file://../outside/secret.txt reads outside/secret.txt",
+        id="prompt-file",
+    ),
+    pytest.param(
+        "prompts: ['hi']\ntests: [{assert: [{type: contains, value: 'file://../outside/secret.txt'}]}]\n",
+        "Error: pf/promptfooconfig.yaml:2:19: tests[0].assert[0]: file://../outside/secret.txt reads outside/secret.txt",
+        id="assertion-value",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "message"), OUTSIDE_REFERENCES)
+def test_files_outside_the_configs_folder_are_refused(isolated: Path, cli: Any, config: str, message: str) -> None:
+    """A hostile config must not copy the user's files into the sets it writes."""
+    secret = isolated / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("TOP-SECRET\n", encoding="utf-8")
+    (isolated / "pf").mkdir()
+    (isolated / "pf" / "promptfooconfig.yaml").write_text(config.replace("{secret}", str(secret)), encoding="utf-8")
+    result = cli("import", "promptfoo", "pf/promptfooconfig.yaml", "--out", "sets")
+    assert (result.exit_code, result.exception) == (2, None), result.stderr
+    assert result.stderr == message.replace("{secret}", str(secret)) + (
+        ", outside the config's folder pf; move it there, or pass --allow-outside outside\n"
+    )
+    assert not (isolated / "sets").exists()
+    allowed = cli("import", "promptfoo", "pf/promptfooconfig.yaml", "--out", "sets", "--allow-outside", "outside")
+    assert allowed.exit_code == 0, allowed.stderr
+    assert "TOP-SECRET" in (isolated / "sets" / "pf.yaml").read_text(encoding="utf-8")
+
+
+def test_an_absolute_file_var_inside_the_configs_folder_is_read(isolated: Path, cli: Any) -> None:
+    (isolated / "pf").mkdir()
+    (isolated / "pf" / "doc.txt").write_text("the document\n", encoding="utf-8")
+    config = f"prompts: ['Summarise {{{{doc}}}}']\ntests: [{{vars: {{doc: 'file://{isolated}/pf/doc.txt'}}, assert: [{{type: equals, value: a}}]}}]\n"
+    (isolated / "pf" / "promptfooconfig.yaml").write_text(config, encoding="utf-8")
+    result = cli("import", "promptfoo", "pf/promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    prompt_set = load_set(isolated / "sets" / "pf.yaml")
+    assert isinstance(prompt_set, PromptSet)
+    assert prompt_set.prompts[0].prompt == "Summarise the document"

@@ -32,7 +32,15 @@ from typing import Any
 from evalkit.assertions import registry
 from evalkit.assertions.registry import AssertionValueError, Where
 from evalkit.importers.jsregex import UntranslatableRegex, translate
-from evalkit.importers.promptfoo.source import JS_EXTENSIONS, Loc, file_reference, parse_yaml_text, split_function
+from evalkit.importers.promptfoo.source import (
+    JS_EXTENSIONS,
+    Loc,
+    OutsideFolder,
+    file_reference,
+    inside,
+    parse_yaml_text,
+    split_function,
+)
 from evalkit.sets.nunjucks import TemplateMismatch, js_string, render
 
 DECISION = "use --grader decision with a reference (the expected answer, or the rubric)"
@@ -117,6 +125,8 @@ def convert(assertion: Any, loc: Loc, scope: Scope) -> Converted | NotConverted:
         found = _convert(base, assertion, scope)
     except _Refused as refused:
         return NotConverted(kind, str(refused))
+    except OutsideFolder as exc:  # a file the import may not read: stop (exit 2)
+        raise loc.error(str(exc)) from None
     if isinstance(found, NotConverted):
         return found
     name, value, comment, partly, notes = found
@@ -206,7 +216,7 @@ def rendered_value(value: Any, scope: Scope) -> Any:
 
 def load_value_file(reference: str, base: Path) -> Any:
     """promptfoo's processFileReference: .json/.yaml parsed, .txt trimmed, anything else refused."""
-    path = base / file_reference(reference)
+    path = inside(base / file_reference(reference), reference)
     if path.suffix in JS_EXTENSIONS or path.suffix in (".py", ".rb"):
         raise _Refused("its value is computed by a script; evalkit values are written out")
     if path.suffix not in (".json", ".yaml", ".yml", ".txt"):

@@ -152,7 +152,8 @@ def _combinations(test: TestCase, base: Path) -> list[dict[str, Any]]:
     for name, value in variables.items():
         if isinstance(value, str) and value.startswith("file://"):
             paths = expand(base, file_reference(value), test.loc.at("vars", name))
-            values: list[Any] = [f"file://{p.relative_to(base).as_posix()}" for p in paths]
+            values: list[Any] = [f"file://{(p.relative_to(base) if p.is_relative_to(base) else p).as_posix()}"
+                                 for p in paths]  # fmt: skip
         elif isinstance(value, list) and value and isinstance(value[0], str):
             values = value
         else:

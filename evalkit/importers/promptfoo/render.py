@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.importers.promptfoo.source import JS_EXTENSIONS, Loc, file_reference, parse_yaml_text
+from evalkit.importers.promptfoo.source import (
+    JS_EXTENSIONS,
+    Loc,
+    OutsideFolder,
+    file_reference,
+    inside,
+    parse_yaml_text,
+)
 from evalkit.sets.nunjucks import TemplateMismatch, dump, js_string, render
 
 _PARTIAL = re.compile(r"(\{%[^%]*$|\{\{[^}]*$|\{#[^#]*$)", re.M)
@@ -59,10 +66,16 @@ class RenderedPrompt:
 
 
 def prepare_vars(variables: Mapping[str, Any], base: Path, where: Loc) -> dict[str, Any]:
-    """Step 1: the vars a test's prompt and assertions see."""
+    """Step 1: the vars a test's prompt and assertions see; a file outside the folders the import
+    may read stops it (SetError at the var)."""
     out: dict[str, Any] = {}
     for name, value in variables.items():
-        out[name] = _load_var(name, value, base) if isinstance(value, str) and value.startswith("file://") else value
+        if isinstance(value, str) and value.startswith("file://"):
+            try:
+                value = _load_var(name, value, base)
+            except OutsideFolder as exc:
+                raise where.at("vars", name).error(str(exc)) from None
+        out[name] = value
     for name, value in out.items():
         if isinstance(value, str) and value.endswith("\n"):
             out[name] = value[:-1]
@@ -70,7 +83,7 @@ def prepare_vars(variables: Mapping[str, Any], base: Path, where: Loc) -> dict[s
 
 
 def _load_var(name: str, value: str, base: Path) -> str:
-    path = base / file_reference(value)
+    path = inside(base / file_reference(value), value)
     suffix = path.suffix.lower()
     if suffix in JS_EXTENSIONS or suffix in (".py", ".pdf"):
         raise RenderProblem(f"var {name!r} is computed from {value}; evalkit vars are written out")
