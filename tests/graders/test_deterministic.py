@@ -9,6 +9,7 @@ path from the file to the verdict.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -533,3 +534,16 @@ def test_run_with_a_catastrophic_regex_grades_the_other_prompts(cli: Any, write_
     assert items["days"]["passed"] is True
     assert items["answer"]["passed"] is True
     assert (document["prompt_count"], document["passed_count"], document["error_count"]) == (3, 2, 0)
+
+
+@pytest.mark.parametrize("threshold", [None, 0.5])
+def test_a_prompt_whose_weights_are_all_0_passes_with_score_1(isolated: Path, threshold: float | None) -> None:
+    """Weight 0 never fails a prompt (README: Score and pass), so a prompt whose assertions all
+    have weight 0 passes with score 1, each verdict recorded (as promptfoo passes such a test)."""
+    assertions = [{"type": "contains", "value": "Paris", "weight": 0}, {"type": "icontains", "value": "x", "weight": 0}]
+    prompt = load_prompt(assertions)
+    if threshold is not None:
+        prompt = replace(prompt, threshold=threshold)
+    result = grade_assertions(prompt, "Rome")
+    assert (result.passed, result.score) == (True, 1.0)
+    assert [(a.passed, a.weight) for a in result.assertions] == [(False, 0.0), (False, 0.0)]

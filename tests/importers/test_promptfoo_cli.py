@@ -388,3 +388,36 @@ def test_an_absolute_file_var_inside_the_configs_folder_is_read(isolated: Path, 
     prompt_set = load_set(isolated / "sets" / "pf.yaml")
     assert isinstance(prompt_set, PromptSet)
     assert prompt_set.prompts[0].prompt == "Summarise the document"
+
+
+def test_a_test_whose_only_assertion_has_weight_0_stays_weight_0_and_passes(
+    isolated: Path, cli: Any, write_file: Any
+) -> None:
+    """promptfoo never fails a test on a weight-0 assertion; neither does evalkit (it was written
+    with weight 1, and failed)."""
+    write_file(
+        "promptfooconfig.yaml",
+        """
+        prompts: ['Name a city']
+        tests:
+          - description: recorded only
+            assert: [{type: contains, value: Paris, weight: 0}]
+          - description: gated and recorded
+            assert: [{type: contains, value: Rome}, {type: contains, value: Paris, weight: 0}]
+        """,
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    assert "weight" not in result.stdout  # nothing to list: the meaning is promptfoo's
+    prompt_set = load_set(isolated / "sets" / "work.yaml")
+    assert isinstance(prompt_set, PromptSet)
+    assert [[a.weight for a in p.assertions] for p in prompt_set.prompts] == [[0.0], [1.0, 0.0]]
+    write_file(
+        "answers.jsonl",
+        '{"id": "recorded-only", "response": "Rome"}\n{"id": "gated-and-recorded", "response": "Rome"}\n',
+    )
+    write_file("evalkit.yaml", "providers:\n  - {id: rec, adapter: replay, path: answers.jsonl}\n")
+    run = cli("run", "sets/work.yaml", "--provider", "rec", "--format", "json")
+    assert run.exit_code == 0, run.stderr
+    verdicts = [(i["id"], i["passed"], i["score"]) for i in json.loads(run.stdout)["items"]]
+    assert verdicts == [("recorded-only", True, 1.0), ("gated-and-recorded", True, 1.0)]

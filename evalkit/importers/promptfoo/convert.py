@@ -193,7 +193,7 @@ def _entry(
         return None
     for name in rendered.undefined:
         report.add("note", draft.spec.loc, f"undefined variable {name!r}", "renders as nothing, as in promptfoo")
-    assertions, partly_weight = _assertions(test, Scope(base, out, variables), report, outcome)
+    assertions = _assertions(test, Scope(base, out, variables), report, outcome)
     if not assertions:
         hint = "none of its assertions converts" if test.asserts else "promptfoo passes a test with no assertions"
         report.add("not_converted", test.loc, "test", f"{hint}; evalkit needs one to grade")
@@ -206,10 +206,6 @@ def _entry(
     threshold = test.data.get("threshold")
     if threshold is not None:
         entry["threshold"] = threshold
-    elif partly_weight:
-        report.add("partly", test.loc, "weight 0", "promptfoo fails the test when a weight-0 assertion fails; "
-                   "evalkit only records it (give it a weight to gate on it)")  # fmt: skip
-        outcome.partly = True
     description = test.data.get("description")
     comment = f"promptfoo test at {test.loc}" + (
         f": {description}" if isinstance(description, str) and description else ""
@@ -221,9 +217,10 @@ def _type(item: Any) -> str:
     return str(item.get("type") if "type" in item else next(iter(item)))
 
 
-def _assertions(test: TestCase, scope: Scope, report: ImportReport, outcome: Outcome) -> tuple[list[Any], bool]:
+def _assertions(test: TestCase, scope: Scope, report: ImportReport, outcome: Outcome) -> list[Any]:
+    """The converted assertions, weights as written: weight 0 never fails a test, in promptfoo
+    and in evalkit (README: Score and pass), even when every weight is 0."""
     out: list[Any] = []
-    weights: list[float] = []
     for assertion in test.asserts:
         found = convert(assertion.value, assertion.loc, scope)
         label = f"{assertion.label}: " if assertion.label else ""
@@ -238,21 +235,8 @@ def _assertions(test: TestCase, scope: Scope, report: ImportReport, outcome: Out
             outcome.partly = True
         for note in found.notes:
             report.add("note", "", "", note)
-        weights.append(float(found.item.get("weight", 1)) if "type" in found.item else 1.0)
         out.append(Commented(found.item, found.comment) if found.comment else found.item)
-    if weights and all(w == 0 for w in weights) and test.data.get("threshold") is None:
-        report.add(
-            "partly", test.loc, "weights", "every weight is 0: written as 1 (promptfoo then passes when all hold)"
-        )
-        out = [_weight_one(item) for item in out]
-        return out, False
-    return out, any(w == 0 for w in weights)
-
-
-def _weight_one(item: Any) -> Any:
-    if isinstance(item, Commented):
-        return Commented(_weight_one(item.value), item.comment)
-    return {item["type"]: item["value"]} if "type" in item else item
+    return out
 
 
 def _turns(messages: tuple[Message, ...]) -> dict[str, Any]:
