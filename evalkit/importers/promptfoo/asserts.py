@@ -237,9 +237,13 @@ def load_value_file(reference: str, base: Path) -> Any:
 
 def _render(text: str, scope: Scope) -> str:
     try:
-        return render(text, scope.vars).text
+        result = render(text, scope.vars)
     except TemplateMismatch as exc:
         raise _Refused(f"its template: {exc}") from None
+    if result.undefined:
+        names = ", ".join(repr(name) for name in result.undefined)
+        raise _Refused(f"undefined variable {names} in its value (promptfoo renders it as nothing); define it in vars")
+    return result.text
 
 
 def _needle(value: Any, base: str) -> str:

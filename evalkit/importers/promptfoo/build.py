@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,7 @@ def _import(config: Path, out: Path, set_id: str | None, force: bool) -> ImportR
         tests = [TestCase({}, loc, [], "test-1")]  # promptfoo runs the prompts once, with defaultTest
     drafts = [SetDraft(spec) for spec in specs]
     assertions: dict[str, bool] = {}  # by where each is written (a defaultTest one once): converted everywhere?
+    types: dict[str, str] = {}
     for test in tests:
         outcome = convert_test(merged(test, default), drafts, base, out, report)
         report.tests += 1
@@ -85,8 +87,10 @@ def _import(config: Path, out: Path, set_id: str | None, force: bool) -> ImportR
         report.tests_partly += outcome.written > 0 and (outcome.partly or outcome.failed)
         for key, converted in outcome.assertions.items():
             assertions[key] = assertions.get(key, True) and converted
+        types.update(outcome.types)
     report.assertions = len(assertions)
     report.assertions_converted = sum(assertions.values())
+    report.dropped = Counter(types[key] for key, converted in assertions.items() if not converted)
     written = [d for d in drafts if d.entries]
     if not written:
         raise NothingToImport(report)
