@@ -466,3 +466,34 @@ def test_a_test_that_lost_an_assertion_fails_until_it_is_replaced(isolated: Path
     (item,) = json.loads(run.stdout)["items"]
     assert item["passed"] is False
     assert "promptfoo equals with transform not converted: replace this" in item["reason"]
+
+
+CONTAINS_JSON_DIFFERENCES = [  # promptfoo's contains-json holds on each of these; evalkit's contains_json does not
+    ("a truncated object", 'Here: {"city": "Paris"'),
+    ("single quotes", "Here: {'city': 'Paris'}"),
+    ("unquoted keys", 'Here: {city: "Paris"}'),
+    ("// comments", 'Here: {"city": "Paris" // the capital\n}'),
+]
+
+
+def test_contains_json_differences_are_listed_with_an_example_each(isolated: Path, cli: Any, write_file: Any) -> None:
+    from evalkit.graders.deterministic import grade_assertions
+
+    write_file("promptfooconfig.yaml", "prompts: ['City as JSON']\ntests: [{assert: [{type: contains-json}]}]\n")
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    listed = section_of(result.stdout, "Differences to know (evalkit's meaning, not promptfoo's, in edge cases):")
+    prompt_set = load_set(isolated / "sets" / "work.yaml")
+    assert isinstance(prompt_set, PromptSet)
+    for what, answer in CONTAINS_JSON_DIFFERENCES:
+        shown = answer.removeprefix("Here: ").replace("\n", "\\n")
+        line = f"  contains-json: promptfoo accepts {what} ({shown}), evalkit requires strict JSON"
+        assert line in listed, (line, listed)
+        assert grade_assertions(prompt_set.prompts[0], answer).passed is False  # the difference is real
+    assert grade_assertions(prompt_set.prompts[0], 'Here: {"city": "Paris"}').passed is True
+
+
+def section_of(stdout: str, title: str) -> list[str]:
+    """The indented lines under ``title`` in the import's report."""
+    after = stdout.splitlines()[stdout.splitlines().index(title) + 1 :]
+    return after[: next((i for i, line in enumerate(after) if not line.startswith("  ")), len(after))]

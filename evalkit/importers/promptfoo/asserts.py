@@ -79,6 +79,12 @@ CONVERTED = frozenset(
 _NAMES = {"equals": "exact", "starts-with": "starts_with", "is-json": "json_schema", "contains-json": "contains_json",
           "latency": "latency_ms", "word-count": "word_count"}  # fmt: skip
 NEGATABLE = CONVERTED | frozenset(HINTS) - {"select-best", "max-score", "human", "assert-set"}
+_LAX_JSON = (  # what promptfoo's contains-json reads as JSON in an answer, and evalkit's contains_json does not
+    'a truncated object ({"city": "Paris")',
+    "single quotes ({'city': 'Paris'})",
+    'unquoted keys ({city: "Paris"})',
+    '// comments ({"city": "Paris" // the capital\\n})',
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +188,7 @@ def _convert(base: str, assertion: Mapping[str, Any], scope: Scope) -> _Found | 
         notes = []
         if base == "contains-json":
             notes.append("contains-json: evalkit checks the first JSON value in the text, promptfoo any of them")
+            notes.extend(f"contains-json: promptfoo accepts {what}, evalkit requires strict JSON" for what in _LAX_JSON)
         return _NAMES[base], schema, None, [], notes
     if base == "levenshtein":
         if not isinstance(value, str):
