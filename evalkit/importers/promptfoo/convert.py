@@ -234,7 +234,7 @@ def _type(item: Any) -> str:
 def _assertions(test: TestCase, scope: Scope, report: ImportReport, outcome: Outcome) -> tuple[list[Any], list[str]]:
     """The converted assertions, weights as written (weight 0 never fails a test, in promptfoo
     and in evalkit, even when every weight is 0), a failing marker in the place of each one not
-    converted, and what those were. None when no assertion converts: the test is left out."""
+    converted, and what those were; no assertions when none converts (the test is left out)."""
     out: list[Any] = []
     dropped: list[str] = []
     for assertion in test.asserts:

@@ -105,7 +105,8 @@ FOLDERS: ContextVar[Folders | None] = ContextVar("FOLDERS", default=None)  # set
 
 
 def inside(path: Path, named: str) -> Path:
-    """``path``, when the running import may read it (any path outside an import)."""
+    """``path``, when the running import may read it (OutsideFolder if not); called outside an
+    import (a unit test), any path."""
     folders = FOLDERS.get()
     if folders is not None:
         folders.check(path, named)
