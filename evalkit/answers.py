@@ -52,7 +52,7 @@ _READ: dict[tuple[str, int, int], Answers] = {}
 
 def _read_answers(path: Path) -> Answers:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines(): see evalkit.jsonl
     except OSError as exc:
         raise InputError(
             f"{path}: cannot read the replay answers file ({exc.strerror}); check the instance's path: in evalkit.yaml"

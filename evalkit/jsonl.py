@@ -1,5 +1,10 @@
 """JSON Lines as evalkit reads them (replay answers, corpora): one value per non-blank line, and
-for a line that cannot be read, where and why, worded for the user."""
+for a line that cannot be read, where and why, worded for the user.
+
+Lines end at ``\n`` only (a ``\r`` before it is JSON whitespace). ``str.splitlines`` also breaks
+at U+2028, U+2029, U+0085 and other separators, which a JSON string may hold raw (Python's
+``json.dumps(..., ensure_ascii=False)`` writes them so): callers split on ``\n``, or iterate a
+file opened in text mode, which breaks at ``\n`` and ``\r`` only."""
 
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 
 Each assertion's type evaluates the response into an outcome (holds, a score in 0..1, why not).
 A prompt's score is the weighted mean, sum(weight x score) / sum(weight), over the assertions of
-weight above 0 (weight 0: recorded, not counted). It passes when every counted assertion holds,
-or, with ``threshold``, when its score reaches the threshold. Its reason counts the counted
-assertions and gives the failed ones' reasons, and the reasons those that held gave (README
-"Score and pass").
+weight above 0 (weight 0: recorded, not counted; all weights 0: score 1). It passes when every
+counted assertion holds, or, with ``threshold``, when its score reaches the threshold. Its reason
+counts the counted assertions and gives the failed ones' reasons, and the reasons those that held
+gave (README "Score and pass").
 
 A regex search first runs on the event loop with a 10 ms budget; one that needs longer is
 searched again in a thread (the regex engine releases the GIL), so it cannot stall every call in
@@ -85,13 +85,13 @@ def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -
                 elif outcome.reason:
                     notes.append(outcome.reason)
         results.append(result)
-    score = weighted / total if total else 0.0
+    score = weighted / total if total else 1.0  # every weight 0: nothing counted fails (README: Score and pass)
     if prompt.threshold is not None:
         passed = score >= prompt.threshold - 1e-12
         reason = assertions_reason(failed, counted, notes, (score, prompt.threshold, passed))
         return Grade(passed, score, reason, tuple(results), YARDSTICK)
-    if not counted:  # a set file refuses this at load; a prompt built in Python may not
-        return Grade(False, 0.0, "no assertion counted: every weight is 0", tuple(results), YARDSTICK)
+    if not counted:
+        return Grade(True, 1.0, "every weight is 0: recorded, none counted", tuple(results), YARDSTICK)
     if not failed and not notes:
         return Grade(True, score, _ALL_HOLD[counted] if counted < 64 else assertions_reason((), counted),
                      tuple(results), YARDSTICK)  # fmt: skip

@@ -3,9 +3,9 @@
 Block style, two-space indentation; short mappings and lists of scalars in flow style. A string
 is written plain only when YAML 1.2 and 1.1 both read it back as that string (no indicator first,
 nothing that resolves to a number, boolean or null, no ``: `` or `` #``), as a literal block
-(``|``, ``|-``, ``|+``) when it spans lines and every line survives one, single-quoted when it is
-one line of printable characters (a regex keeps its backslashes as written), else double-quoted
-with escapes. ``Commented`` wraps a mapping value or list item to put comment lines above it.
+(``|``, ``|-``, ``|+``) when it spans lines and no line ends in a space or a tab (a literal block
+keeps them, but editors trim them), single-quoted when it is one line of printable characters (a
+regex keeps its backslashes as written), else double-quoted with escapes. ``Commented`` wraps a mapping value or list item to put comment lines above it.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _entry(head: str, value: Any, indent: int, lines: list[str]) -> None:
         _sequence(value, indent + 1, lines)
     elif isinstance(value, str) and _literal_ok(value):
         lines.append(f"{head} {_literal_indicator(value)}")
-        lines.extend((INDENT * (indent + 1) + line).rstrip(" ") if line else "" for line in _literal_lines(value))
+        lines.extend(INDENT * (indent + 1) + line if line else "" for line in _literal_lines(value))
     else:
         lines.append(f"{head} {_flow(value)}")
 
@@ -87,7 +87,7 @@ def _sequence(items: list[Any], indent: int, lines: list[str]) -> None:
             _sequence(item, indent + 1, lines)
         elif isinstance(item, str) and _literal_ok(item):
             lines.append(f"{dash}{_literal_indicator(item)}")
-            lines.extend((INDENT * (indent + 1) + line).rstrip(" ") if line else "" for line in _literal_lines(item))
+            lines.extend(INDENT * (indent + 1) + line if line else "" for line in _literal_lines(item))
         else:
             lines.append(f"{dash}{_flow(item)}")
 
@@ -163,11 +163,11 @@ def _quoted(text: str) -> str:
 
 
 def _literal_ok(text: str) -> bool:
-    """A multi-line string a literal block keeps exactly."""
+    """A multi-line string a literal block keeps exactly, and an editor's trimming of trailing
+    whitespace (or `git diff --check`) leaves alone: no line ends in a space or a tab."""
     if "\n" not in text.rstrip("\n") or text[0] in " \n\t":
         return False
-    lines = text.rstrip("\n").split("\n")
-    if any(line.strip(" ") == "" and line for line in lines):  # a line of only spaces reads back empty
+    if any(line.endswith((" ", "\t")) for line in text.split("\n")):
         return False
     return all(_printable(c) or c == "\t" for c in text.replace("\n", ""))
 

@@ -130,7 +130,6 @@ class Plan:
         "params",
         "place",
         "threshold",
-        "weighted",
     )
 
     def __init__(self, drafter: Drafter, fields: Mapping[str, Any], place: Place) -> None:
@@ -144,7 +143,6 @@ class Plan:
         ]
         self.items = [item for item in prepared if item is not None]
         self.complete = len(self.items) == self.listed
-        self.weighted = any(item.weight > 0 for item in self.items)
         self.params, self.critical, self.threshold = _extras(fields)
         turns: Any = fields.get("messages")
         if _well_formed(turns) and not place.flagged(("messages",)):
@@ -234,9 +232,6 @@ class Drafter:
         if issues or plan.issues or not plan.complete or not isinstance(pid, str) or not isinstance(text, str):
             return None, issues
         built = tuple([a for a in assertions if a is not None])
-        if built and not plan.weighted and all(a.weight == 0 for a in built):
-            message = "every assertion has weight 0, so nothing would be graded; give one a weight above 0"
-            return None, [place.issue(("assertions",), message)]
         critical, threshold = overrides
         prompt = Prompt(
             id=pid,
@@ -295,9 +290,6 @@ class Drafter:
             name = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
             message = f"{name} has neither an assertion nor a reference; add assertions: or reference:"
             issues.append(self.doc.issue(("prompts", index), message))
-        if built and len(built) == len(forms) and all(a.weight == 0 for a in built):
-            message = "every assertion has weight 0, so nothing would be graded; give one a weight above 0"
-            issues.append(self.doc.issue(("prompts", index, "assertions"), message))
         if issues or len(built) != len(forms) or not isinstance(pid, str):
             return None, issues
         params, critical, threshold = _extras(raw)

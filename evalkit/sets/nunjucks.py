@@ -119,6 +119,8 @@ def load(text: Any) -> Any:
         return json.loads(str(text))
     except json.JSONDecodeError as exc:
         raise TemplateMismatch(f"load: not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise TemplateMismatch("load: JSON nested too deeply to read; flatten it") from None
 
 
 def _listish(value: Any, name: str) -> Any:
@@ -180,7 +182,7 @@ def render(source: str, variables: Mapping[str, Any]) -> Rendered:
     undefined = tuple(sorted(names - set(variables)))
     try:
         text = template.render({name: _js_value(value) for name, value in variables.items()})
-    except (TemplateError, SecurityError, TypeError, ValueError, ArithmeticError, LookupError) as exc:
+    except (TemplateError, SecurityError, TypeError, ValueError, ArithmeticError, LookupError, RecursionError) as exc:
         if isinstance(exc, TemplateMismatch):
             raise
         raise TemplateMismatch(f"rendering failed: {type(exc).__name__}: {exc}") from None

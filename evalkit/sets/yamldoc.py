@@ -237,6 +237,9 @@ def _parse_slowly(text: str, file: str) -> Document:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = _yaml()
+    deep = _first_too_deep(text, file)
+    if deep is not None:
+        raise SetError([deep])
     try:
         try:
             node = yaml.compose(text)
@@ -450,6 +453,28 @@ def _tag_issues(root: Any, file: str) -> list[Issue]:
         elif not isinstance(node, ScalarNode):
             stack.extend((child, (*path, index)) for index, child in enumerate(node.value))
     return sorted(issues, key=lambda i: (i.line, i.col))
+
+
+def _first_too_deep(text: str, file: str) -> Issue | None:
+    """The first node nested deeper than MAX_DEPTH (the node _check_expansion would name), found
+    on the parser's events before any node graph is composed: libyaml's composer recurses in C,
+    and a document nested 100,000 deep overflowed the stack (a segfault, no message). The events
+    are iterative; a YAML error among them is left for composing to report, which stops there."""
+    from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, NodeEvent
+
+    depth = 0
+    try:
+        for event in _yaml().parse(text):
+            if isinstance(event, NodeEvent) and not isinstance(event, AliasEvent) and depth > MAX_DEPTH:
+                return _issue_at(file, event, f"nested deeper than {MAX_DEPTH} levels; flatten it")
+            if isinstance(event, CollectionStartEvent):
+                depth += 1
+            elif isinstance(event, CollectionEndEvent):
+                depth -= 1
+    except YAMLError:
+        return None
+    return None
 
 
 def _too_deep(text: str, file: str) -> Issue:

@@ -73,12 +73,6 @@ LOAD_ERRORS = [
         id="word-count-min-above-max",
     ),
     pytest.param(
-        set_text("{type: contains, value: echo, weight: 0}", "{type: not_contains, value: no, weight: 0}"),
-        "set.yaml:7:7: prompts[0].assertions: every assertion has weight 0, so nothing would be graded; "
-        "give one a weight above 0",
-        id="every-weight-zero",
-    ),
-    pytest.param(
         set_text("{type: contains, value: echo, weight: -1}"),
         "set.yaml:7:47: prompts[0].assertions[0].weight: must be at least 0, got -1",
         id="negative-weight",

@@ -9,6 +9,7 @@ path from the file to the verdict.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -607,7 +608,7 @@ def test_a_run_of_many_hostile_prompts_spends_its_regex_time_once_and_stores_eve
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
     items = document["items"]
-    spent = gave_up(CATASTROPHIC, ": the run's 0.5 s of regex time is spent")
+    spent = "assertion failed: " + gave_up(CATASTROPHIC, ": the run's 0.5 s of regex time is spent")
     assert sorted(item["id"] for item in items) == ids
     # two searches of 0.2 s leave the run less than one: every later prompt is cut short
     assert sum(item["reason"] != spent for item in items) <= 2
@@ -616,3 +617,16 @@ def test_a_run_of_many_hostile_prompts_spends_its_regex_time_once_and_stores_eve
     assert shown.exit_code == 0, shown.stderr
     stored = json.loads(shown.stdout)["items"]
     assert sorted(item["id"] for item in stored if not item["passed"]) == ids
+
+
+@pytest.mark.parametrize("threshold", [None, 0.5])
+def test_a_prompt_whose_weights_are_all_0_passes_with_score_1(isolated: Path, threshold: float | None) -> None:
+    """Weight 0 never fails a prompt (README: Score and pass), so a prompt whose assertions all
+    have weight 0 passes with score 1, each verdict recorded (as promptfoo passes such a test)."""
+    assertions = [{"type": "contains", "value": "Paris", "weight": 0}, {"type": "icontains", "value": "x", "weight": 0}]
+    prompt = load_prompt(assertions)
+    if threshold is not None:
+        prompt = replace(prompt, threshold=threshold)
+    result = grade_assertions(prompt, "Rome")
+    assert (result.passed, result.score) == (True, 1.0)
+    assert [(a.passed, a.weight) for a in result.assertions] == [(False, 0.0), (False, 0.0)]

@@ -116,3 +116,11 @@ def test_disagreements_are_refused(template: str, message: str) -> None:
 )  # fmt: skip
 def test_js_string(value: Any, expected: str) -> None:
     assert js_string(value) == expected
+
+
+@pytest.mark.parametrize("depth", [900, 100_000])
+def test_a_var_nested_too_deeply_is_refused_not_a_crash(depth: int) -> None:
+    """JSON too deep to parse (load), or parsed but too deep to print, is a mismatch (listed),
+    not a RecursionError traceback."""
+    with pytest.raises(TemplateMismatch, match=r"nested too deeply to read|rendering failed: RecursionError"):
+        render("{{ raw | load }}", {"raw": "[" * depth + "]" * depth})

@@ -172,11 +172,14 @@ def test_prompt_rendering(raw: str, variables: dict[str, Any], messages: tuple[M
         ('{"not": "a list"}', "the prompt is JSON but not a list of {role, content} messages"),
         ("[1, 2,]", "the rendered prompt looks like JSON but is not valid JSON"),
         ("{{ x.toUpperCase() }}", "its template: function and method calls are not converted"),
+        ("[" * 100_000 + "]" * 100_000, "the prompt is JSON nested too deeply to read; flatten it"),
+        ("[" * 900 + "]" * 900, "the prompt is JSON nested too deeply to read; flatten it"),
+        ("{{ x }}" + "]" * 100_000, "the prompt is JSON nested too deeply to read; flatten it"),
     ],
 )
 def test_prompts_that_are_not_converted(raw: str, message: str) -> None:
     with pytest.raises(RenderProblem) as caught:
-        render_prompt(raw, {"x": "y"})
+        render_prompt(raw, {"x": "[" * 100_000})
     assert message in str(caught.value)
 
 

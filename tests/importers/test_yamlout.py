@@ -101,3 +101,21 @@ values = st.recursive(
 @given(st.dictionaries(st.text(max_size=8), values, max_size=5))
 def test_round_trip(data: dict[str, Any]) -> None:
     assert read(dump(data)) == (data or None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.sampled_from(" \t\nab#-:"), max_size=24))
+def test_whitespace_in_every_line_survives(text: str) -> None:
+    """Trailing spaces and tabs, blank lines and lines of only whitespace, in one string or as a
+    list item: read back byte-identical."""
+    data = {"prompt": text, "items": [text, f"x\n{text}"]}
+    assert read(dump(data)) == data
+
+
+@pytest.mark.parametrize("text", ["line one \nline two", "a\t\nb\n", "a\n\nb  \n\n", "a\n \t\nb"])
+def test_lines_ending_in_whitespace_are_not_literal_blocks(text: str) -> None:
+    """A literal block keeps a line's trailing space, but editors and `git diff --check` strip
+    it: such a string is written double-quoted."""
+    written = dump({"prompt": text})
+    assert written.startswith('prompt: "'), written
+    assert read(written) == {"prompt": text}

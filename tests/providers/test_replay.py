@@ -257,3 +257,23 @@ def test_a_second_answer_for_one_prompt_is_exit_2_naming_both_lines(
     where = " in set 'replay.demo'" if scope else ""
     assert f"answers.jsonl:3:1: a second answer for prompt 'sunday'{where} (first at line 1); keep one" in result.stderr
     assert not db_file.exists()
+
+
+def test_line_separators_inside_a_response_are_text_not_line_breaks(
+    cli: Any, replay_config: Path, isolated: Path
+) -> None:
+    """JSON Lines are split on \\n only: json.dumps(..., ensure_ascii=False) writes U+2028,
+    U+2029 and U+0085 raw inside a string, and str.splitlines would break the record there."""
+    from evalkit.answers import read_answers
+
+    response = "Monday\u2028to\x85Friday\u2029"
+    lines = [
+        json.dumps({"id": "opening-hours", "response": response}, ensure_ascii=False),
+        json.dumps({"id": "sunday", "response": "no"}),
+        json.dumps({"id": "contact", "response": '{"email": "a\u2028@b.c"}'}, ensure_ascii=False),
+    ]
+    (isolated / "answers.jsonl").write_text("\n".join(lines) + "\r\n", encoding="utf-8")
+    assert read_answers(isolated / "answers.jsonl").get("replay.demo", "opening-hours") == (response, None)
+    result = cli("run", "sets/demo.yaml", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert all(item["passed"] for item in json.loads(result.stdout)["items"])

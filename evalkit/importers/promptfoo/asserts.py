@@ -32,7 +32,15 @@ from typing import Any
 from evalkit.assertions import registry
 from evalkit.assertions.registry import AssertionValueError, Where
 from evalkit.importers.jsregex import UntranslatableRegex, translate
-from evalkit.importers.promptfoo.source import JS_EXTENSIONS, Loc, file_reference, parse_yaml_text, split_function
+from evalkit.importers.promptfoo.source import (
+    JS_EXTENSIONS,
+    Loc,
+    OutsideFolder,
+    file_reference,
+    inside,
+    parse_yaml_text,
+    split_function,
+)
 from evalkit.sets.nunjucks import TemplateMismatch, js_string, render
 
 DECISION = "use --grader decision with a reference (the expected answer, or the rubric)"
@@ -71,6 +79,12 @@ CONVERTED = frozenset(
 _NAMES = {"equals": "exact", "starts-with": "starts_with", "is-json": "json_schema", "contains-json": "contains_json",
           "latency": "latency_ms", "word-count": "word_count"}  # fmt: skip
 NEGATABLE = CONVERTED | frozenset(HINTS) - {"select-best", "max-score", "human", "assert-set"}
+_LAX_JSON = (  # what promptfoo's contains-json reads as JSON in an answer, and evalkit's contains_json does not
+    'a truncated object ({"city": "Paris")',
+    "single quotes ({'city': 'Paris'})",
+    'unquoted keys ({city: "Paris"})',
+    '// comments ({"city": "Paris" // the capital\\n})',
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +131,8 @@ def convert(assertion: Any, loc: Loc, scope: Scope) -> Converted | NotConverted:
         found = _convert(base, assertion, scope)
     except _Refused as refused:
         return NotConverted(kind, str(refused))
+    except OutsideFolder as exc:  # a file the import may not read: stop (exit 2)
+        raise loc.error(str(exc)) from None
     if isinstance(found, NotConverted):
         return found
     name, value, comment, partly, notes = found
@@ -172,6 +188,7 @@ def _convert(base: str, assertion: Mapping[str, Any], scope: Scope) -> _Found | 
         notes = []
         if base == "contains-json":
             notes.append("contains-json: evalkit checks the first JSON value in the text, promptfoo any of them")
+            notes.extend(f"contains-json: promptfoo accepts {what}, evalkit requires strict JSON" for what in _LAX_JSON)
         return _NAMES[base], schema, None, _unchecked_formats(schema), notes
     if base == "levenshtein":
         if not isinstance(value, str):
@@ -206,7 +223,7 @@ def rendered_value(value: Any, scope: Scope) -> Any:
 
 def load_value_file(reference: str, base: Path) -> Any:
     """promptfoo's processFileReference: .json/.yaml parsed, .txt trimmed, anything else refused."""
-    path = base / file_reference(reference)
+    path = inside(base / file_reference(reference), reference)
     if path.suffix in JS_EXTENSIONS or path.suffix in (".py", ".rb"):
         raise _Refused("its value is computed by a script; evalkit values are written out")
     if path.suffix not in (".json", ".yaml", ".yml", ".txt"):
@@ -227,9 +244,13 @@ def load_value_file(reference: str, base: Path) -> Any:
 
 def _render(text: str, scope: Scope) -> str:
     try:
-        return render(text, scope.vars).text
+        result = render(text, scope.vars)
     except TemplateMismatch as exc:
         raise _Refused(f"its template: {exc}") from None
+    if result.undefined:
+        names = ", ".join(repr(name) for name in result.undefined)
+        raise _Refused(f"undefined variable {names} in its value (promptfoo renders it as nothing); define it in vars")
+    return result.text
 
 
 def _needle(value: Any, base: str) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from evalkit.errors import InputError, Issue, SetError
 from evalkit.importers.promptfoo.config import PromptSpec, read_prompts, read_providers
 from evalkit.importers.promptfoo.convert import SetDraft, convert_test
 from evalkit.importers.promptfoo.report import ImportReport, WrittenSet
-from evalkit.importers.promptfoo.source import Loc, read_yaml, shown
+from evalkit.importers.promptfoo.source import FOLDERS, Folders, Loc, read_yaml, shown
 from evalkit.importers.promptfoo.tests import TestCase, Unsupported, default_test, merged, read_tests
 from evalkit.importers.yamlout import Commented, dump
 
@@ -45,10 +46,21 @@ class NothingToImport(InputError):
         self.report = report
 
 
-def import_promptfoo(config: Path, out: Path, set_id: str | None = None, force: bool = False) -> ImportReport:
-    """Convert ``config`` into set files in ``out``; InputError (exit 2) for bad input."""
+def import_promptfoo(
+    config: Path, out: Path, set_id: str | None = None, force: bool = False, allow_outside: Sequence[Path] = ()
+) -> ImportReport:
+    """Convert ``config`` into set files in ``out``; InputError (exit 2) for bad input. Files are
+    read from the config's folder and the ``allow_outside`` folders only."""
     if set_id is not None and not SET_ID.match(set_id):
         raise InputError(f"--id {set_id!r} is not a set id: lowercase letters, digits and _ in dot-separated parts")
+    token = FOLDERS.set(Folders(config.parent, tuple(allow_outside)))
+    try:
+        return _import(config, out, set_id, force)
+    finally:
+        FOLDERS.reset(token)
+
+
+def _import(config: Path, out: Path, set_id: str | None, force: bool) -> ImportReport:
     doc = read_yaml(config)
     loc = Loc(shown(config), doc)
     data = _config_data(doc.data, loc)
@@ -67,6 +79,7 @@ def import_promptfoo(config: Path, out: Path, set_id: str | None = None, force: 
         tests = [TestCase({}, loc, [], "test-1")]  # promptfoo runs the prompts once, with defaultTest
     drafts = [SetDraft(spec) for spec in specs]
     assertions: dict[str, bool] = {}  # by where each is written (a defaultTest one once): converted everywhere?
+    types: dict[str, str] = {}
     for test in tests:
         outcome = convert_test(merged(test, default), drafts, base, out, report)
         report.tests += 1
@@ -74,8 +87,10 @@ def import_promptfoo(config: Path, out: Path, set_id: str | None = None, force: 
         report.tests_partly += outcome.written > 0 and (outcome.partly or outcome.failed)
         for key, converted in outcome.assertions.items():
             assertions[key] = assertions.get(key, True) and converted
+        types.update(outcome.types)
     report.assertions = len(assertions)
     report.assertions_converted = sum(assertions.values())
+    report.dropped = Counter(types[key] for key, converted in assertions.items() if not converted)
     written = [d for d in drafts if d.entries]
     if not written:
         raise NothingToImport(report)

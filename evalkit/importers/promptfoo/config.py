@@ -30,6 +30,7 @@ from evalkit.importers.promptfoo.source import (
     file_reference,
     read_text,
     read_yaml,
+    refuse_deep_json,
     shown,
     split_function,
 )
@@ -133,6 +134,8 @@ def _file_prompts(path: Path, where: Loc) -> list[str]:
         return [c for c in chunks if c]
     if path.suffix == ".jsonl":
         return [line for line in re.split(r"\r?\n", text) if line]
+    if path.suffix == ".json":
+        refuse_deep_json(text, Loc(shown(path), fixed_line=1))
     if path.suffix in (".json", ".md", ".j2"):
         return [text]
     raise where.error(f"unsupported prompt file {shown(path)} (promptfoo reads .txt, .md, .j2, .json, .jsonl, .yaml)")
@@ -235,6 +238,11 @@ def _entry(provider: _Provider, report: ImportReport) -> dict[str, Any] | None:
         raise provider.loc.error(f"provider {provider.ident!r} names no model")
     label = provider.options.get("label")
     entry = {"id": _instance_id(label if isinstance(label, str) and label else entry["model"]), **entry}
+    userinfo = _userinfo_key(config)
+    if userinfo is not None:
+        report.add("partly", provider.loc, f"provider {provider.ident} {userinfo}",
+                   "its user:password@ is not copied (evalkit sends no credentials in a URL); export the key as "
+                   f"{entry.get('api_key_env', 'a variable')}")  # fmt: skip
     if "apiKey" in config:
         report.add("partly", provider.loc, f"provider {provider.ident} apiKey",
                    f"the key written in the config is not copied; export it as {entry.get('api_key_env', 'a variable')}")  # fmt: skip
@@ -250,10 +258,27 @@ def _entry(provider: _Provider, report: ImportReport) -> dict[str, Any] | None:
 
 def _base_url(config: Mapping[str, Any], default: str) -> str:
     if isinstance(config.get("apiBaseUrl"), str):
-        return str(config["apiBaseUrl"]).rstrip("/")
+        return _without_userinfo(str(config["apiBaseUrl"])).rstrip("/")
     if isinstance(config.get("apiHost"), str):
-        return f"https://{config['apiHost']}/v1"
+        return _without_userinfo(f"https://{config['apiHost']}/v1")
     return default
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without a user:password@, which evalkit refuses in a base_url (README: HTTP) and
+    the import never prints or writes."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{tail}" if sep else url
+
+
+def _userinfo_key(config: Mapping[str, Any]) -> str | None:
+    """The config key whose URL carries a user:password@ (never shown itself)."""
+    for key, scheme in (("apiBaseUrl", ""), ("apiHost", "https://")):
+        value = config.get(key)
+        if isinstance(value, str) and _without_userinfo(scheme + value) != scheme + value:
+            return key
+    return None
 
 
 def _instance_id(text: str) -> str:

@@ -43,6 +43,7 @@ class Outcome:
     failed: bool = False  # some prompt or combination could not be written
     partly: bool = False
     assertions: dict[str, bool] = field(default_factory=dict)  # by where written: converted everywhere?
+    types: dict[str, str] = field(default_factory=dict)  # by where written: promptfoo's type
 
 
 @dataclass
@@ -56,6 +57,7 @@ def convert_test(test: TestCase, drafts: list[SetDraft], base: Path, out: Path, 
     outcome = Outcome()
     for assertion in test.asserts:
         outcome.assertions.setdefault(_key(assertion.loc, assertion.label), True)
+        outcome.types[_key(assertion.loc, assertion.label)] = promptfoo_type(assertion.value)
     if not _test_level(test, report, outcome):
         outcome.failed = True
         _all_failed(test, outcome)
@@ -80,6 +82,14 @@ def convert_test(test: TestCase, drafts: list[SetDraft], base: Path, out: Path, 
                 draft.entries.append(entry)
                 outcome.written += 1
     return outcome
+
+
+def promptfoo_type(assertion: Any) -> str:
+    """An assertion's type as the summary lists what was not converted."""
+    kind = assertion.get("type") if isinstance(assertion, Mapping) else None
+    if not isinstance(kind, str):
+        return "assertion"
+    return f"{kind} with transform" if "transform" in assertion else kind
 
 
 def _key(loc: Loc, label: str) -> str:
@@ -152,7 +162,8 @@ def _combinations(test: TestCase, base: Path) -> list[dict[str, Any]]:
     for name, value in variables.items():
         if isinstance(value, str) and value.startswith("file://"):
             paths = expand(base, file_reference(value), test.loc.at("vars", name))
-            values: list[Any] = [f"file://{p.relative_to(base).as_posix()}" for p in paths]
+            values: list[Any] = [f"file://{(p.relative_to(base) if p.is_relative_to(base) else p).as_posix()}"
+                                 for p in paths]  # fmt: skip
         elif isinstance(value, list) and value and isinstance(value[0], str):
             values = value
         else:
@@ -192,7 +203,7 @@ def _entry(
         return None
     for name in rendered.undefined:
         report.add("note", draft.spec.loc, f"undefined variable {name!r}", "renders as nothing, as in promptfoo")
-    assertions, partly_weight = _assertions(test, Scope(base, out, variables), report, outcome)
+    assertions, dropped = _assertions(test, Scope(base, out, variables), report, outcome)
     if not assertions:
         hint = "none of its assertions converts" if test.asserts else "promptfoo passes a test with no assertions"
         report.add("not_converted", test.loc, "test", f"{hint}; evalkit needs one to grade")
@@ -205,14 +216,14 @@ def _entry(
     threshold = test.data.get("threshold")
     if threshold is not None:
         entry["threshold"] = threshold
-    elif partly_weight:
-        report.add("partly", test.loc, "weight 0", "promptfoo fails the test when a weight-0 assertion fails; "
-                   "evalkit only records it (give it a weight to gate on it)")  # fmt: skip
-        outcome.partly = True
     description = test.data.get("description")
     comment = f"promptfoo test at {test.loc}" + (
         f": {description}" if isinstance(description, str) and description else ""
     )
+    if dropped:
+        comment += (
+            f"\nNot converted (a regex that never matches stands in, failing until replaced): {', '.join(dropped)}"
+        )
     return Commented(entry, comment)
 
 
@@ -220,9 +231,12 @@ def _type(item: Any) -> str:
     return str(item.get("type") if "type" in item else next(iter(item)))
 
 
-def _assertions(test: TestCase, scope: Scope, report: ImportReport, outcome: Outcome) -> tuple[list[Any], bool]:
+def _assertions(test: TestCase, scope: Scope, report: ImportReport, outcome: Outcome) -> tuple[list[Any], list[str]]:
+    """The converted assertions, weights as written (weight 0 never fails a test, in promptfoo
+    and in evalkit, even when every weight is 0), a failing marker in the place of each one not
+    converted, and what those were; no assertions when none converts (the test is left out)."""
     out: list[Any] = []
-    weights: list[float] = []
+    dropped: list[str] = []
     for assertion in test.asserts:
         found = convert(assertion.value, assertion.loc, scope)
         label = f"{assertion.label}: " if assertion.label else ""
@@ -230,6 +244,8 @@ def _assertions(test: TestCase, scope: Scope, report: ImportReport, outcome: Out
             report.add("not_converted", assertion.loc, f"{label}{found.what}", found.hint)
             outcome.assertions[_key(assertion.loc, assertion.label)] = False
             outcome.partly = True
+            dropped.append(found.what)
+            out.append(Commented(marker(assertion.value, found.what), f"not converted: {found.what}: {found.hint}"))
             continue
         assert isinstance(found, Converted)
         for reason in found.partly:
@@ -237,21 +253,22 @@ def _assertions(test: TestCase, scope: Scope, report: ImportReport, outcome: Out
             outcome.partly = True
         for note in found.notes:
             report.add("note", "", "", note)
-        weights.append(float(found.item.get("weight", 1)) if "type" in found.item else 1.0)
         out.append(Commented(found.item, found.comment) if found.comment else found.item)
-    if weights and all(w == 0 for w in weights) and test.data.get("threshold") is None:
-        report.add(
-            "partly", test.loc, "weights", "every weight is 0: written as 1 (promptfoo then passes when all hold)"
-        )
-        out = [_weight_one(item) for item in out]
-        return out, False
-    return out, any(w == 0 for w in weights)
+    return (out, dropped) if len(dropped) < len(out) else ([], dropped)
 
 
-def _weight_one(item: Any) -> Any:
-    if isinstance(item, Commented):
-        return Commented(_weight_one(item.value), item.comment)
-    return {item["type"]: item["value"]} if "type" in item else item
+MARKER = "(?!)"  # an empty negative lookahead: no text matches it
+
+
+def marker(assertion: Any, what: str) -> dict[str, Any]:
+    """A regex no response matches, in the place of an assertion that was not converted: the test
+    fails until the user replaces it, instead of passing on fewer checks than promptfoo's
+    (README: Coming from promptfoo). It keeps the assertion's weight (weight 0 never fails)."""
+    pattern = f"{MARKER}promptfoo {re.sub(r'[^A-Za-z0-9:_-]+', ' ', what).strip()} not converted: replace this"
+    weight = assertion.get("weight", 1) if isinstance(assertion, Mapping) else 1
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
+        weight = 1
+    return {"regex": pattern} if weight == 1 else {"type": "regex", "value": pattern, "weight": weight}
 
 
 def _turns(messages: tuple[Message, ...]) -> dict[str, Any]:

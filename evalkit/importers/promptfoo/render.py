@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.importers.promptfoo.source import JS_EXTENSIONS, Loc, file_reference, parse_yaml_text
+from evalkit.importers.promptfoo.source import (
+    JS_EXTENSIONS,
+    Loc,
+    OutsideFolder,
+    file_reference,
+    inside,
+    parse_yaml_text,
+)
 from evalkit.sets.nunjucks import TemplateMismatch, dump, js_string, render
 
 _PARTIAL = re.compile(r"(\{%[^%]*$|\{\{[^}]*$|\{#[^#]*$)", re.M)
@@ -59,10 +66,16 @@ class RenderedPrompt:
 
 
 def prepare_vars(variables: Mapping[str, Any], base: Path, where: Loc) -> dict[str, Any]:
-    """Step 1: the vars a test's prompt and assertions see."""
+    """Step 1: the vars a test's prompt and assertions see; a file outside the folders the import
+    may read stops it (SetError at the var)."""
     out: dict[str, Any] = {}
     for name, value in variables.items():
-        out[name] = _load_var(name, value, base) if isinstance(value, str) and value.startswith("file://") else value
+        if isinstance(value, str) and value.startswith("file://"):
+            try:
+                value = _load_var(name, value, base)
+            except OutsideFolder as exc:
+                raise where.at("vars", name).error(str(exc)) from None
+        out[name] = value
     for name, value in out.items():
         if isinstance(value, str) and value.endswith("\n"):
             out[name] = value[:-1]
@@ -70,7 +83,7 @@ def prepare_vars(variables: Mapping[str, Any], base: Path, where: Loc) -> dict[s
 
 
 def _load_var(name: str, value: str, base: Path) -> str:
-    path = base / file_reference(value)
+    path = inside(base / file_reference(value), value)
     suffix = path.suffix.lower()
     if suffix in JS_EXTENSIONS or suffix in (".py", ".pdf"):
         raise RenderProblem(f"var {name!r} is computed from {value}; evalkit vars are written out")
@@ -113,12 +126,12 @@ def _substitution(text: str, subject: str, found: re.Match[str]) -> str:
 def render_prompt(raw: str, variables: Mapping[str, Any]) -> RenderedPrompt:
     """Steps 2 and 3 for one prompt (prefix and suffix already added to ``raw``)."""
     undefined: set[str] = set()
-    try:
-        parsed = json.loads(raw, parse_constant=_no_constant)
-    except (json.JSONDecodeError, ValueError):
-        parsed = _NOT_JSON
+    parsed = _json(raw)
     if parsed is not _NOT_JSON:
-        structure = _render_structure(parsed, variables, undefined)
+        try:
+            structure = _render_structure(parsed, variables, undefined)
+        except RecursionError:
+            raise RenderProblem(_TOO_DEEP) from None
         return RenderedPrompt(_messages(structure), tuple(sorted(undefined)))
     rendered_vars = dict(variables)
     for name, value in variables.items():
@@ -132,6 +145,17 @@ def render_prompt(raw: str, variables: Mapping[str, Any]) -> RenderedPrompt:
 
 
 _NOT_JSON = object()
+_TOO_DEEP = "the prompt is JSON nested too deeply to read; flatten it"
+
+
+def _json(text: str) -> Any:
+    """``text`` as JSON, or _NOT_JSON."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError):
+        return _NOT_JSON
+    except RecursionError:
+        raise RenderProblem(_TOO_DEEP) from None
 
 
 def _no_constant(name: str) -> Any:
@@ -183,11 +207,10 @@ def _chat(text: str) -> tuple[Message, ...]:
             return _messages(parse_yaml_text(text, Loc("prompt")))
         except Exception as exc:  # a SetError: the YAML of the rendered prompt
             raise RenderProblem(f"the rendered prompt is not a YAML conversation: {exc}") from None
-    try:
-        parsed = json.loads(text, parse_constant=_no_constant)
-    except (json.JSONDecodeError, ValueError):
+    parsed = _json(text)
+    if parsed is _NOT_JSON:
         if _looks_like_json(trimmed):
-            raise RenderProblem("the rendered prompt looks like JSON but is not valid JSON") from None
+            raise RenderProblem("the rendered prompt looks like JSON but is not valid JSON")
         return (Message("user", text),)
     return _messages(parsed)
 

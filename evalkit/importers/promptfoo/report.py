@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +50,7 @@ class ImportReport:
     tests_partly: int = 0
     assertions: int = 0
     assertions_converted: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)  # not converted, by promptfoo type
 
     def add(self, kind: Kind, where: object, what: str, hint: str) -> None:
         finding = Finding(kind, str(where), what, hint)
@@ -65,8 +67,15 @@ class ImportReport:
         return (
             f"Converted {self.tests_converted} of {self.tests} test{'s' if self.tests != 1 else ''}{partly} into "
             f"{self.prompt_count} prompt{'s' if self.prompt_count != 1 else ''} in {sets}; "
-            f"{self.assertions_converted} of {self.assertions} assertion{'s' if self.assertions != 1 else ''} converted."
+            f"{self.assertions_converted} of {self.assertions} assertion{'s' if self.assertions != 1 else ''} converted"
+            f"{self._dropped()}."
         )
+
+    def _dropped(self) -> str:
+        """Every assertion not converted, by type, most first: `` (not converted: 2 llm-rubric, 1 javascript)``."""
+        if not self.dropped:
+            return ""
+        return f" (not converted: {', '.join(f'{n} {kind}' for kind, n in self.dropped.most_common())})"
 
     def lines(self) -> list[str]:
         """The report as printed."""

@@ -13,11 +13,13 @@ import glob
 import io
 import json
 import os
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import Issue, SetError
+from evalkit.jsonl import json_lines
 from evalkit.sets.yamldoc import Document, format_path, load_document, parse_document
 
 JS_EXTENSIONS = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx")
@@ -76,17 +78,57 @@ def split_function(reference: str) -> tuple[str, str | None]:
     return reference, None
 
 
+class OutsideFolder(Exception):
+    """A file the config names lies outside the folders the import may read; the message says
+    which, and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Folders:
+    """The folders an import reads files from: the config's own, and those given with
+    ``--allow-outside`` (a hostile config must not copy other files into the sets it writes)."""
+
+    config: Path
+    allowed: tuple[Path, ...] = ()
+
+    def check(self, path: Path, named: str) -> None:
+        """OutsideFolder unless ``path`` (symbolic links followed) is inside one of the folders."""
+        real = path.resolve()
+        if not any(real.is_relative_to(folder.resolve()) for folder in (self.config, *self.allowed)):
+            raise OutsideFolder(
+                f"{named} reads {shown(path)}, outside the config's folder {shown(self.config) or '.'}; "
+                f"move it there, or pass --allow-outside {shown(path.parent)}"
+            )
+
+
+FOLDERS: ContextVar[Folders | None] = ContextVar("FOLDERS", default=None)  # set by import_promptfoo
+
+
+def inside(path: Path, named: str) -> Path:
+    """``path``, when the running import may read it (OutsideFolder if not); called outside an
+    import (a unit test), any path."""
+    folders = FOLDERS.get()
+    if folders is not None:
+        folders.check(path, named)
+    return path
+
+
 def expand(base: Path, pattern: str, where: Loc) -> list[Path]:
-    """The files ``pattern`` (a path or glob, relative to ``base``) names, sorted; none is an error."""
+    """The files ``pattern`` (a path or glob, relative to ``base``) names, sorted; none is an error,
+    and so is one outside the folders the import may read."""
     full = base / pattern
     if any(c in pattern for c in "*?["):
         found = sorted(Path(p) for p in glob.glob(str(full), recursive=True) if Path(p).is_file())
         if not found:
             raise where.error(f"no file matches {pattern!r} (relative to {shown(base) or '.'})")
-        return found
-    if not full.is_file():
+    elif not full.is_file():
         raise where.error(f"file not found: {pattern!r} (relative to {shown(base) or '.'}); check the path")
-    return [full]
+    else:
+        found = [full]
+    try:
+        return [inside(path, f"file://{pattern}") for path in found]
+    except OutsideFolder as exc:
+        raise where.error(str(exc)) from None
 
 
 def read_text(path: Path, where: Loc) -> str:
@@ -144,13 +186,22 @@ def read_csv(path: Path, where: Loc) -> list[Row]:
 
 
 def read_jsonl(path: Path, where: Loc) -> list[Row]:
+    """One row per non-blank line, read as evalkit reads every JSON Lines file (evalkit.jsonl)."""
     name = shown(path)
     rows = []
-    for number, line in enumerate(read_text(path, where).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(Row(json.loads(line), Loc(name, fixed_line=number)))
-        except json.JSONDecodeError as exc:
-            raise Loc(name, fixed_line=number).error(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    for number, value, unreadable in json_lines(read_text(path, where).split("\n")):
+        if unreadable is not None:
+            column, problem = unreadable
+            raise SetError([Issue(name, number, column, "", problem)])
+        rows.append(Row(value, Loc(name, fixed_line=number)))
     return rows
+
+
+def refuse_deep_json(text: str, where: Loc) -> None:
+    """Stop at JSON nested too deeply to read (a RecursionError); any other text is left as it is."""
+    try:
+        json.loads(text)
+    except RecursionError:
+        raise where.error("JSON nested too deeply to read; flatten it") from None
+    except ValueError:  # not JSON: read as text
+        pass
