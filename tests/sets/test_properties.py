@@ -22,6 +22,9 @@ from evalkit.errors import SetError
 from evalkit.records import Assertion, Prompt, PromptSet, Tolerances
 from evalkit.sets import load_set
 
+# Every test here runs under libyaml's C parser and the pure-Python one (tests/sets/conftest.py).
+pytestmark = pytest.mark.usefixtures("yaml_parser")
+
 # Derandomized: the same examples every run, so the suite cannot flake on a newly drawn input.
 SETTINGS = settings(
     max_examples=80,
@@ -301,6 +304,7 @@ LOADER_CRASH = "BUG: parse_document lets ruamel's constructor/scanner exceptions
         pytest.param("%YAML 1.2\n---\na: 1\n", id="yaml-directive"),
         pytest.param("%TAG ! tag:x,2000:\n---\na: 1\n", id="tag-directive"),
         pytest.param("{[a: 1]: x}\n", id="mapping-inside-a-key"),
+        pytest.param("!!binary id: x\n", id="tag-on-a-key"),
         pytest.param("a: " + "[" * 1000 + "]" * 1000 + "\n", id="deep-nesting"),
     ],
 )
