@@ -258,6 +258,8 @@ def _parse_slowly(text: str, file: str) -> Document:
         problem = exc.problem or exc.context or "invalid YAML"
         if "duplicate key" in problem:
             problem = problem.split(" with value", 1)[0] + "; remove one of them"
+        elif problem.startswith("found character '\\t'"):
+            problem = "a tab where YAML expects indentation or a value; indent with spaces (YAML does not allow tabs)"
         elif problem.startswith("expected <block end>"):
             # a line dedented to no enclosing block's level: the parser names the token it met
             # there ('?', '<block mapping start>'), which is nothing the file contains
