@@ -18,7 +18,6 @@ import functools
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
@@ -68,16 +67,6 @@ class _Run:
 _CURRENT: ContextVar[_Run | None] = ContextVar("evalkit_template_run", default=None)
 
 
-@contextmanager
-def limited(limits: Limits) -> Iterator[None]:
-    """``limits`` for the sizing done inside (outside a render: the fast path of a template)."""
-    token = _CURRENT.set(_Run(float("inf"), limits, False))
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
-
-
 def _limits() -> Limits:
     run = _CURRENT.get()
     return LIMITS if run is None else run.limits
@@ -105,14 +94,15 @@ def render(template: Any, variables: Mapping[str, Any], budget: Budget) -> str:
     left = limits.set_s - budget.seconds
     run = _Run(start + min(limits.template_s, left), limits, left < limits.template_s)
     token = _CURRENT.set(run)
-    parts, size = [], 0
+    parts, size, most = [], 0, limits.text
     try:
         tick()
-        for chunk in template.generate(variables):
+        # the chunks as they come (what Template.render joins), sized before the text is made
+        for chunk in template.root_render_func(template.new_context(dict(variables))):
             size += len(chunk)
-            bound(size, "the template's text")
+            if size > most:
+                bound(size, "the template's text")
             parts.append(chunk)
-            tick()
     finally:
         _CURRENT.reset(token)
         budget.seconds += time.monotonic() - start
@@ -121,9 +111,10 @@ def render(template: Any, variables: Mapping[str, Any], budget: Budget) -> str:
     return text
 
 
-def bound(size: int, what: str) -> None:
-    """Refuse a value of ``size`` characters (or items) over the limit."""
-    limit = _limits().text
+def bound(size: int, what: str, limit: int | None = None) -> None:
+    """Refuse a value of ``size`` characters (or items) over the limit (``limit``, else the
+    current render's)."""
+    limit = _limits().text if limit is None else limit
     if size > limit:
         raise OverLimit(
             f"{what} would be over {limit:,} characters (or items), the limit of a template's values; make it shorter"
@@ -162,6 +153,18 @@ def concat(*parts: Any) -> str:
     return "".join(str(p) for p in parts)
 
 
+def joined(parts: Iterable[str]) -> str:
+    """The text of a block (a macro's body, ``{% set %}...{% endset %}``, ``{% filter %}``), sized
+    as it is made: jinja2 joins them with ``Environment.concat``."""
+    out, size, limit = [], 0, _limits().text
+    for part in parts:
+        size += len(part)
+        if size > limit:
+            bound(size, "the block's text")
+        out.append(part)
+    return "".join(out)
+
+
 def counted(iterable: Any) -> Iterator[Any]:
     """A ``{% for %}``'s items, each step checking the time."""
     for item in iterable:
@@ -169,9 +172,12 @@ def counted(iterable: Any) -> Iterator[Any]:
         yield item
 
 
+_SHORT = (str, float, bool, type(None))  # as text: a string itself (sized as built), or short
+
+
 def finalize(value: Any) -> Any:
     """A ``{{ }}`` value, sized before it becomes text."""
-    if not isinstance(value, str):
+    if type(value) not in _SHORT:
         bound(text_size(value), "the value shown")
     return value
 
@@ -346,6 +352,9 @@ _STRINGIFYING = frozenset(
 )
 
 
+_READS = frozenset(["join", *_FILTERS])  # the filters whose arguments are sized before they run
+
+
 def check_filter(name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
     """Refuse a filter whose result would be over the limits; ``args`` starts with its value
     (a join's items are read into a list in place, so they are read once)."""
@@ -395,10 +404,16 @@ def sized_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
     passed = 0 if _PassArg.from_obj(func) is None else 1  # a context or environment comes first
 
+    what = f"the {name} filter's result"
+
     @functools.wraps(func)
     def bounded(*args: Any, **kwargs: Any) -> Any:
-        values = list(args[passed:])
-        check_filter(name, values, kwargs)
-        return check_result(func(*args[:passed], *values, **kwargs), f"the {name} filter's result")
+        if name in _READS or (name in _STRINGIFYING and not isinstance(args[passed], str)):
+            values = list(args[passed:])
+            check_filter(name, values, kwargs)
+            args = (*args[:passed], *values)
+        else:
+            tick()
+        return check_result(func(*args, **kwargs), what)
 
     return bounded

@@ -108,6 +108,7 @@ def _environment() -> SandboxedEnvironment:
 
     env = Bounded(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, finalize=sandbox.finalize)
     env.filters = {name: sandbox.sized_filter(name, func) for name, func in env.filters.items()}
+    env.concat = sandbox.joined  # type: ignore[method-assign]  # what joins a block's output
     return env
 
 
@@ -144,8 +145,7 @@ class Renderer:
         """The joined text of ``out``, sized first: a value named many times is as long as many."""
         size = sum(map(len, out))
         try:
-            with sandbox.limited(self._budget.limits):
-                sandbox.bound(size, "the template's text")
+            sandbox.bound(size, "the template's text", self._budget.limits.text)
             self._budget.count(size)
         except OverLimit as exc:
             raise TemplateProblem(str(exc)) from None

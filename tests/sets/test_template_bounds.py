@@ -96,6 +96,15 @@ def test_a_sets_templates_together_are_stopped_at_the_sets_limit() -> None:
         ("{{ range(10) | batch(1000000000, 'x') | list }}", "the requested size"),
         ("{{ lipsum(100000, min=100000, max=100000) }}", "the lorem ipsum text"),
         ("{{ 'a' * 1000000 }}{{ 'a' * 1000000 }}", "the template's text"),
+        (
+            "{% macro m() %}{% for i in range(2000) %}{{ 'a' * 1000 }}{% endfor %}{% endmacro %}{{ m() | length }}",
+            "the block's text",
+        ),
+        (
+            "{% set b %}{% for i in range(2000) %}{{ 'a' * 1000 }}{% endfor %}{% endset %}{{ b | length }}",
+            "the block's text",
+        ),
+        ("{% filter upper %}{% for i in range(2000) %}{{ 'a' * 1000 }}{% endfor %}{% endfilter %}", "the block's text"),
     ],
 )
 def test_a_value_over_the_size_limit_is_refused_before_it_is_built(source: str, what: str) -> None:
