@@ -215,7 +215,7 @@ _FORMAT_WIDTH = re.compile(r"\{[^{}]*:[^{}]*?(\d+)[^{}]*\}|\{[^{}]*:[^{}]*\{")
 def printf_size(fmt: str, args: Any) -> None:
     """Refuse ``fmt % args`` (and ``fmt | format(...)``) whose widths or values are over the limit."""
     values = list(args.values()) if isinstance(args, dict) else list(args)
-    size = len(fmt) + sum(text_size(v) for v in values)
+    size = len(fmt) + _fields_size(fmt.count("%") - 2 * fmt.count("%%"), values)
     for match in _PRINTF_WIDTH.finditer(fmt):
         for written in match.groups():
             if written and written.isdigit():
@@ -225,10 +225,17 @@ def printf_size(fmt: str, args: Any) -> None:
     bound(size, "the formatted text")
 
 
+def _fields_size(fields: int, values: list[Any]) -> int:
+    """The text ``fields`` placeholders make of ``values``: each value once, and the longest again
+    for every placeholder beyond them (``'{0}{0}{0}'`` repeats one)."""
+    sizes = [text_size(v) for v in values]
+    return sum(sizes) + max(0, fields - len(sizes)) * max(sizes, default=0)
+
+
 def format_size(fmt: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     """Refuse ``fmt.format(...)`` whose widths or values are over the limit."""
     values = [*args, *kwargs.values()]
-    size = len(fmt) + sum(text_size(v) for v in values)
+    size = len(fmt) + _fields_size(fmt.count("{") - 2 * fmt.count("{{"), values)
     for match in _FORMAT_WIDTH.finditer(fmt):
         if match.group(1):
             size += int(match.group(1))

@@ -71,6 +71,8 @@ def test_a_sets_templates_together_are_stopped_at_the_sets_limit() -> None:
         ("{{ '%1000000000s' % 'x' }}", "the formatted text"),
         ("{{ '{:>1000000000}'.format('x') }}", "the formatted text"),
         ("{{ '{:>{w}}'.format('x', w=10**9) }}", "the formatted text"),
+        ("{{ ('{0}' * 1000).format('a' * 10000) }}", "the formatted text"),
+        ("{{ ('%(a)s' * 1000) % {'a': 'a' * 10000} }}", "the formatted text"),
         ("{{ 'x' | indent(1000000000) }}", "the indented text"),
         ("{{ ('a' * 1000000) | indent('b' * 1000) }}", "the indented text"),
         ("{{ (['a' * 1000000] * 1000) | join }}", "the joined text"),
