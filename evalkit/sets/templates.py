@@ -217,6 +217,8 @@ def _compile(source: str) -> _Compiled | TemplateProblem:
         where = f" (line {exc.lineno} of the text)" if "\n" in source.rstrip("\n") else ""
         message = (exc.message or "invalid syntax").rstrip(".")
         return TemplateProblem(f"template syntax error: {message}{where}; {LITERAL_HINT}")
+    except RecursionError:  # jinja2 reads and compiles a template recursively
+        return TemplateProblem("the template is nested too deeply to read (blocks or brackets); flatten it")
     names = tuple(sorted(free, key=lambda n: (source.find(n), n)))
     return _Compiled(template, joined, names)
 

@@ -132,6 +132,18 @@ def test_numbers_and_lists_cannot_grow_without_bound(source: str, message: str) 
     assert problem(source) == message
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% if v %}" * 2000 + "{% endif %}" * 2000,
+        "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}",
+        "{{ 1" + " + 1" * 20000 + " }}",
+    ],
+)
+def test_a_template_nested_too_deeply_to_read_is_refused(source: str) -> None:
+    assert problem(source, v=1) == "the template is nested too deeply to read (blocks or brackets); flatten it"
+
+
 def test_a_variable_named_many_times_is_sized_on_the_fast_path_too() -> None:
     """A template of text and names is joined without Jinja; its size is still the limit's."""
     assert problem("{{ v }}" * 101, v="x" * 10_000) == f"the template's text would be {OVER}"
