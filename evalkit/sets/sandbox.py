@@ -268,17 +268,19 @@ def _replace(text: Any, old: Any, new: Any, count: Any = None) -> None:
         bound(len(text) + times * (len(new) - len(old)), "the replaced text")
 
 
-def _padded(text: Any, width: Any = 0, *_: Any) -> None:
+def _padded(text: Any, width: Any = 0, fillchar: Any = " ") -> None:
     bound(max(text_size(text), _int(width)), "the padded text")
 
 
-def _indent(text: Any, width: Any = 4, *_: Any, **__: Any) -> None:
+def _indent(text: Any, width: Any = 4, first: Any = False, blank: Any = False) -> None:
     per_line = len(width) if isinstance(width, str) else _int(width)
     lines = text.count("\n") + 1 if isinstance(text, str) else 1
     bound(text_size(text) + lines * per_line, "the indented text")
 
 
-def _wordwrap(text: Any, width: Any = 79, *_: Any, wrapstring: Any = None, **__: Any) -> None:
+def _wordwrap(
+    text: Any, width: Any = 79, break_long_words: Any = True, wrapstring: Any = None, break_on_hyphens: Any = True
+) -> None:
     if isinstance(text, str) and isinstance(wrapstring, str):
         breaks = min(len(text), len(text) // max(_int(width), 1) + text.count(" ") + text.count("\n") + 1)
         bound(len(text) + breaks * len(wrapstring), "the wrapped text")
@@ -290,8 +292,7 @@ def _counts(*args: Any, **kwargs: Any) -> None:
         bound(_int(value), "the requested size")
 
 
-def _sum(items: Any, *args: Any, **kwargs: Any) -> None:
-    start = kwargs.get("start", args[1] if len(args) > 1 else 0)
+def _sum(items: Any, attribute: Any = None, start: Any = 0) -> None:
     if isinstance(start, _SEQUENCES) or isinstance(items, list | tuple):
         values = items if isinstance(items, list | tuple) else ()
         bound(sum(len(v) for v in (start, *values) if isinstance(v, _SEQUENCES)), "the sum")
@@ -302,7 +303,7 @@ def _format(value: Any, *args: Any, **kwargs: Any) -> None:
         printf_size(value, kwargs or args)
 
 
-def _translate(text: Any, table: Any = None, *_: Any) -> None:
+def _translate(text: Any, table: Any = None) -> None:
     if isinstance(text, str) and isinstance(table, dict):
         longest = max((text_size(v) for v in table.values() if v is not None), default=1)
         bound(len(text) * max(longest, 1), "the translated text")
@@ -326,7 +327,7 @@ _METHODS: dict[str, Callable[..., None]] = {
     "zfill": _padded,
     "replace": _replace,
     "translate": _translate,
-    "expandtabs": lambda text, size=8, *_: bound(len(text) + text.count("\t") * _int(size), "the expanded text"),
+    "expandtabs": lambda text, tabsize=8: bound(len(text) + text.count("\t") * _int(tabsize), "the expanded text"),
 }
 
 
