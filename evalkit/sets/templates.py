@@ -81,8 +81,6 @@ def _environment() -> SandboxedEnvironment:
     from jinja2 import StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    from evalkit.sets import sandbox
-
     class Bounded(ImmutableSandboxedEnvironment):
         """Jinja2's sandbox with every operator, call, look-up and filter bounded (sets/sandbox.py)."""
 
