@@ -47,6 +47,7 @@ from evalkit.records import (
 )
 from evalkit.runner import build_request, cache_key, first_error, run_prompt_set
 from evalkit.sets import resolve_sets
+from evalkit.sets.replayed import check_answered, replay_chain
 
 Progress = Callable[[ItemResult], None]
 INTERRUPTED_FLUSH_WAIT_S = 2.0
@@ -120,6 +121,10 @@ def plan_run(
             check_provider(instance)  # a missing key, answers file or model file fails here
         targets.append(Target(chosen, model or default_alias(chosen)))
     _check_priced(sets, config, targets)
+    for target in targets:  # a replay with no recorded answer for a prompt: exit 2 now, not an item error
+        chain = replay_chain(config, target.provider)
+        if chain is not None:
+            check_answered([(s.path or Path(s.id), s.id, [p.id for p in s.prompts]) for s in sets], chain)
     if repeats < 1:
         raise InputError("--repeat must be at least 1")
     if concurrency is not None and concurrency < 1:  # the command line's IntRange, for API callers

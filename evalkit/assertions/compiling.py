@@ -65,6 +65,7 @@ def _compile_bounded(body: str, bits: int, written: str) -> Any:
     import regex
 
     shown = _clip(written)
+    _refuse_control(body, written, shown)
     size, depth = regex_shape(body, verbose=bool(bits & regex.VERBOSE))
     if depth > REGEX_MAX_DEPTH:
         raise AssertionValueError(
@@ -84,6 +85,31 @@ def _compile_bounded(body: str, bits: int, written: str) -> Any:
         raise AssertionValueError(f"regex '{shown}' is nested too deeply to compile; flatten the pattern") from None
     except OverflowError as exc:
         raise AssertionValueError(f"invalid regex '{shown}': {exc}") from None
+
+
+# what YAML's double-quoted escapes make of a regex escape ("\bno\b" is a backspace, not a
+# word boundary): the escape to write back in a suggestion
+_YAML_ESCAPES = {"\x00": "\\0", "\x07": "\\a", "\x08": "\\b", "\x0b": "\\v", "\x0c": "\\f", "\x1b": "\\e"}
+_PATTERN_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _refuse_control(body: str, written: str, shown: str) -> None:
+    """A control character in a pattern (tabs and line breaks aside) is a regex escape that YAML's
+    double quotes turned into that character: refused, with the pattern in single quotes to write."""
+    found = _PATTERN_CONTROL.search(body)
+    if found is None:
+        return
+    char = found.group()
+    message = f"regex '{shown}' holds the control character U+{ord(char):04X}"
+    if all(c in _YAML_ESCAPES for c in _PATTERN_CONTROL.findall(body)):
+        escaped = _PATTERN_CONTROL.sub(lambda m: _YAML_ESCAPES[m.group()], written)
+        message += (
+            f": in YAML double quotes {_YAML_ESCAPES[char]} is that character, not a regex escape; "
+            f"write the pattern in single quotes ('{_clip(escaped)}') or double each backslash"
+        )
+    else:
+        message += "; write the pattern in single quotes, with the regex escape (\\xNN) instead of the character"
+    raise AssertionValueError(message)
 
 
 def _clip(text: str, limit: int = 80) -> str:

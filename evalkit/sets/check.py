@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalkit.answers import read_answers
-from evalkit.config import ANTHROPIC_DEFAULT_URL, CONFIG_NAME, OPENAI_DEFAULT_URL, Config, find_config
+from evalkit.config import ANTHROPIC_DEFAULT_URL, CONFIG_NAME, OPENAI_DEFAULT_URL, Config, choose_provider, find_config
 from evalkit.errors import InputError, Issue, SetError
 from evalkit.proxies import environment_proxy
 from evalkit.sets.baselinefile import load_baseline_file
@@ -21,6 +21,8 @@ from evalkit.sets.cases import grouped, read_cases
 from evalkit.sets.configfile import build_config, config_issues
 from evalkit.sets.corpus import load_corpus
 from evalkit.sets.discovery import check_document, holds_rows, set_kind, yaml_files
+from evalkit.sets.prompts import Prepared
+from evalkit.sets.replayed import replay_chain, unanswered
 from evalkit.sets.yamldoc import Document, load_document
 
 
@@ -68,6 +70,7 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
     seen_ids: dict[str, Path] = {}
     alone: dict[Path, list[Issue]] = {}  # cases files named or found on their own, by resolved path
     referenced: set[Path] = set()  # cases files a set names (checked with its template)
+    answerable: list[tuple[Path, str, list[str]]] = []  # valid prompt sets: what a replay must answer
     for file in dict.fromkeys(files):
         report.files += 1
         if file.suffix.lower() == ".csv" or (file.suffix == ".jsonl" and _holds_cases(file)):
@@ -102,7 +105,7 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
         cases = doc.data.get("cases") if isinstance(doc.data, dict) else None
         if isinstance(cases, str) and cases.strip():
             referenced.add((file.parent / cases).resolve())
-        issues, _ = check_document(doc)
+        issues, prepared = check_document(doc)
         issues += _corpus_issues(doc, file) if not issues else []
         report.issues.extend(issues)
         set_id = doc.data.get("id") if isinstance(doc.data, dict) else None
@@ -116,11 +119,31 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
         else:
             seen_ids[set_id] = file
             report.sets += 0 if issues else 1
+            if not issues and isinstance(prepared, Prepared):
+                answerable.append((file, set_id, [p.id for p in prepared.prompts]))
     for path, issues in alone.items():
         if path not in referenced:  # else its set's check has said all of it, with the rendering
             report.issues.extend(issues)
     report.files += len({p for p in referenced if p.is_file()} - set(alone))
+    unanswered = _unanswered(answerable, find_config(config)) if answerable else []
+    report.issues.extend(unanswered)
+    report.sets -= len(unanswered)
     return report
+
+
+def _unanswered(sets: list[tuple[Path, str, list[str]]], config_path: Path | None) -> list[Issue]:
+    """The sets whose prompts the project's replay instance (the one ``run`` uses without
+    --provider) has no recorded answer for: ``run`` would refuse them before any call."""
+    loaded = _configured(config_path) if config_path is not None else None
+    if loaded is None:
+        return []
+    try:
+        chain = replay_chain(loaded, choose_provider(loaded, None, None))
+    except InputError:  # no default instance: run needs --provider, and checks it then
+        return []
+    if chain is None:
+        return []
+    return [i for path, set_id, ids in sets if (i := unanswered(path, set_id, ids, chain)) is not None]
 
 
 def _cases_issues(file: Path, doc: Document | None = None) -> list[Issue]:

@@ -12,7 +12,7 @@ issues of a prompt of the set file name that file; a row's, the data file and th
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,16 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _misspelt(fields: Mapping[str, Any], flagged: Callable[[DataPath], bool]) -> bool:
+    """Whether the schema reported a key of a prompt that is (or is close to) ``assertions`` or
+    ``reference`` (``asertions:``): then "has neither an assertion nor a reference" would only
+    repeat that root cause, as its consequence."""
+    return any(isinstance(k, str) and flagged((k,)) and suggest(k, _ROOTS) is not None for k in fields)
+
+
+_ROOTS = ("assertions", "reference")
+
+
 def _well_formed(turns: Any) -> bool:
     """A list of {role, content} strings (the schema reports anything else)."""
     return (
@@ -222,7 +232,12 @@ class Drafter:
                 item = self.prepare(written, own, ("assertions", k), issues)
                 assertions.append(item.fixed or self._rendered(item, own, variables, issues) if item else None)
         shown = reference if reference is not None else fields.get("reference")  # as written when it failed to render
-        if plan.listed == 0 and not extra and not (isinstance(shown, str) and shown.strip()):
+        if (
+            plan.listed == 0
+            and not extra
+            and not (isinstance(shown, str) and shown.strip())
+            and not _misspelt(fields, plan.place.flagged)
+        ):
             where = "to the template (or the row) " if row is not None else ""
             issues.append(
                 place.issue(
@@ -286,7 +301,8 @@ class Drafter:
                 located = self.doc.locate(("prompts", index, "assertions", a_index))
             built.append(Assertion(spec.name, value, compiled, weight, located))  # one str per type
         pid = raw.get("id")
-        if listed in (None, []) and not (isinstance(reference, str) and reference.strip()):
+        misspelt = flagged and _misspelt(raw, lambda sub: flagged_path(flagged, ("prompts", index, *sub)))
+        if listed in (None, []) and not (isinstance(reference, str) and reference.strip()) and not misspelt:
             name = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
             message = f"{name} has neither an assertion nor a reference; add assertions: or reference:"
             issues.append(self.doc.issue(("prompts", index), message))

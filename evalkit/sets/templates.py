@@ -5,8 +5,10 @@ pays one substring test per string and never imports jinja2. The others are pars
 source (per load) in jinja2's sandboxed environment, with ``StrictUndefined`` (an undefined
 variable is an error, not an empty string), no autoescape (a prompt is not HTML), no loader (a
 template cannot include or import files) and the trailing newline kept (a templated block
-scalar ends like the same text untemplated). ``*`` and ``**`` are bounded, so a one-line
-template cannot ask for gigabytes.
+scalar ends like the same text untemplated). Rendering is bounded in time and size (sandbox.py,
+README "Templates, variables, data files and conversations"), so a one-line template can neither
+loop for hours nor ask for gigabytes: each ``{% for %}`` checks the time at every step and each
+``~`` sizes its parts (both put in the parsed tree before it compiles).
 
 A template that only substitutes variables (text and ``{{ name }}``, the usual shape of a
 data-driven prompt) is rendered by joining its parsed parts with ``str`` of each value, which is
@@ -23,14 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalkit.sets import sandbox
+from evalkit.sets.sandbox import Budget, Limits, OverLimit
 from evalkit.sets.yamldoc import DataPath
 
 if TYPE_CHECKING:
     from jinja2 import Template
     from jinja2.sandbox import SandboxedEnvironment
 
-MAX_REPEAT = 1_000_000  # the longest string or list ``*`` may build
-MAX_EXPONENT = 10_000
 LITERAL_HINT = "to send the braces as text, write {{ '{{' }} or wrap the text in {% raw %}...{% endraw %}"
 
 
@@ -76,33 +78,44 @@ class _Compiled:
 
 @functools.cache
 def _environment() -> SandboxedEnvironment:
-    import operator
-
     from jinja2 import StrictUndefined
-    from jinja2.exceptions import SecurityError
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    class Bounded(SandboxedEnvironment):
-        intercepted_binops = frozenset({"*", "**"})
+    class Bounded(ImmutableSandboxedEnvironment):
+        """Jinja2's sandbox with every operator, call, look-up and filter bounded (sets/sandbox.py)."""
+
+        intercepted_binops = frozenset({"*", "**", "+", "%"})
 
         def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
-            if op == "**" and isinstance(right, int) and abs(right) > MAX_EXPONENT and abs(left) > 1:
-                raise SecurityError(f"an exponent above {MAX_EXPONENT:,} is not allowed in a template")
-            if op == "*":
-                for seq, count in ((left, right), (right, left)):
-                    if isinstance(seq, str | list | tuple) and isinstance(count, int) and len(seq) * count > MAX_REPEAT:
-                        raise SecurityError(f"repeating a value beyond {MAX_REPEAT:,} items is not allowed")
-                return operator.mul(left, right)
-            return super().call_binop(context, op, left, right)
+            sandbox.tick()
+            sandbox.check_binop(op, left, right)
+            return self.binop_table[op](left, right)
 
-    return Bounded(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            sandbox.tick()
+            return super().getattr(obj, attribute)
+
+        def getitem(self, obj: Any, argument: Any) -> Any:
+            sandbox.tick()
+            return super().getitem(obj, argument)
+
+        def call(self, context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+            values = list(args)
+            sandbox.check_call(obj, values, kwargs)
+            return sandbox.check_result(super().call(context, obj, *values, **kwargs), "the call's result")
+
+    env = Bounded(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, finalize=sandbox.finalize)
+    env.filters = {name: sandbox.sized_filter(name, func) for name, func in env.filters.items()}
+    env.concat = sandbox.joined  # type: ignore[method-assign]  # what joins a block's output
+    return env
 
 
 class Renderer:
     """Renders strings with variables; compiled templates are kept per source for one load."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits | None = None) -> None:
         self._compiled: dict[str, _Compiled | TemplateProblem] = {}
+        self._budget = Budget(limits or sandbox.LIMITS)  # time and size, for the whole load
 
     def text(self, source: str, variables: Mapping[str, Any]) -> str:
         """``source`` rendered (itself when it holds no template); TemplateProblem otherwise."""
@@ -119,12 +132,22 @@ class Renderer:
                 out = list(joined.parts)
                 for index, name in joined.slots:
                     out[index] = str(variables[name])
-                return "".join(out)
             except KeyError:
                 # a plain name Jinja cannot resolve either (names of its globals take the slow path)
                 missing = next(name for _, name in joined.slots if name not in variables)
                 raise TemplateProblem(f"'{missing}' is undefined", missing) from None
-        return _render(compiled, variables)
+            return self._counted(out)
+        return _render(compiled, variables, self._budget)
+
+    def _counted(self, out: list[str]) -> str:
+        """The joined text of ``out``, sized first: a value named many times is as long as many."""
+        size = sum(map(len, out))
+        try:
+            sandbox.bound(size, "the template's text", self._budget.limits.text)
+            self._budget.count(size)
+        except OverLimit as exc:
+            raise TemplateProblem(str(exc)) from None
+        return "".join(out)
 
     def syntax(self, value: Any) -> TemplateProblem | None:
         """The first template syntax error among the strings of ``value`` (what no variables can
@@ -187,13 +210,36 @@ def _compile(source: str) -> _Compiled | TemplateProblem:
         tree = env.parse(source)
         free = meta.find_undeclared_variables(tree)
         joined = _joined(tree)  # read before compiling: the code generator may rewrite nodes
-        template = env.from_string(tree)
+        template = env.from_string(_bounded(tree))
     except TemplateSyntaxError as exc:
         where = f" (line {exc.lineno} of the text)" if "\n" in source.rstrip("\n") else ""
         message = (exc.message or "invalid syntax").rstrip(".")
         return TemplateProblem(f"template syntax error: {message}{where}; {LITERAL_HINT}")
+    except RecursionError:  # jinja2 reads and compiles a template recursively
+        return TemplateProblem("the template is nested too deeply to read (blocks or brackets); flatten it")
     names = tuple(sorted(free, key=lambda n: (source.find(n), n)))
     return _Compiled(template, joined, names)
+
+
+def _bounded(tree: Any) -> Any:
+    """``tree`` with each ``{% for %}`` checking the time at every step and each ``~`` sized before
+    it joins (sets/sandbox.py: ``counted`` and ``concat``)."""
+    from jinja2 import nodes
+    from jinja2.visitor import NodeTransformer
+
+    def helper(name: str, *args: Any) -> Any:
+        return nodes.Call(nodes.ImportedName(f"evalkit.sets.sandbox.{name}"), list(args), [], None, None)
+
+    class Bound(NodeTransformer):
+        def visit_For(self, node: Any) -> Any:
+            node = self.generic_visit(node)
+            node.iter = helper("counted", node.iter)
+            return node
+
+        def visit_Concat(self, node: Any) -> Any:
+            return helper("concat", *(self.visit(part) for part in node.nodes))
+
+    return Bound().visit(tree)
 
 
 def _joined(tree: Any) -> _Joined | None:
@@ -216,11 +262,13 @@ def _joined(tree: Any) -> _Joined | None:
     return _Joined(tuple(parts), tuple(slots))
 
 
-def _render(compiled: _Compiled, variables: Mapping[str, Any]) -> str:
+def _render(compiled: _Compiled, variables: Mapping[str, Any], budget: Budget) -> str:
     from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
 
     try:
-        return compiled.template.render(variables)
+        return sandbox.render(compiled.template, variables, budget)
+    except OverLimit as exc:
+        raise TemplateProblem(str(exc)) from None
     except UndefinedError as exc:
         env = _environment()
         missing = [n for n in compiled.names if n not in variables and n not in env.globals]
@@ -231,6 +279,8 @@ def _render(compiled: _Compiled, variables: Mapping[str, Any]) -> str:
         raise TemplateProblem(f"not allowed in the template sandbox: {exc}") from None
     except TemplateError as exc:
         raise TemplateProblem(f"the template failed: {exc}") from None
+    except MemoryError:  # what no bound foresaw (sets/sandbox.py sizes what it knows first)
+        raise TemplateProblem("the template needs more memory than there is; make it build less") from None
     except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         # an expression of the template's own went wrong ({{ 1 / 0 }}, {{ 'a' + 1 }}, a filter's input)
         raise TemplateProblem(f"the template failed: {type(exc).__name__}: {exc}") from None

@@ -261,6 +261,8 @@ def _rewrite(error: Any, doc: Document) -> list[Issue]:
     if "propertyNames" in error.relative_schema_path:
         names = schema.get("x-names", "key")
         allowed = [str(v) for v in schema.get("enum", [])]
+        if names == "assertion type" and error.instance == "weight":  # a weight, not a type: the root cause
+            return _misplaced_weight(doc, path)
         return [_unknown_key_issue(doc, path, str(error.instance), names, allowed)]
     if keyword == "additionalProperties" and isinstance(error.instance, dict):
         known = schema.get("properties", {})
@@ -301,6 +303,12 @@ def _message(keyword: str, error: Any, schema: dict[str, Any]) -> str:
         return "must not be empty"
     if keyword == "maxProperties":
         keys = ", ".join(str(k) for k in value)
+        others = [str(k) for k in value if k != "weight"]
+        if "weight" in value and len(others) == 1:  # ``- contains: x`` with ``weight: 2`` under it
+            return (
+                f"must have exactly one key, got {len(value)} ({keys}); a weight needs the long form: "
+                f"{{type: {others[0]}, value: ..., weight: {_clip(value['weight'])}}}"
+            )
         return f"must have exactly one key, got {len(value)} ({keys}); put each in its own list item"
     if keyword == "not":
         return "is not allowed here"
@@ -368,6 +376,26 @@ def _options(allowed: list[str]) -> str:
     shown = [a for a in allowed if a not in set(negated)]
     each = "each" if len(negated) == len(shown) else "most"
     return f"{', '.join(shown)}; {each} also as not_<type>"
+
+
+def _misplaced_weight(doc: Document, path: tuple[PathPart, ...]) -> list[Issue]:
+    """``weight:`` where an assertion type goes: beside a type in one item (that item's "exactly
+    one key" issue says how to write it), or alone in an item of its own."""
+    item: Any = doc.data
+    for part in path:
+        if isinstance(item, dict):
+            item = item.get(part)
+        elif isinstance(item, list) and isinstance(part, int) and part < len(item):
+            item = item[part]
+        else:
+            item = None
+    if isinstance(item, dict) and len(item) > 1:
+        return []
+    message = (
+        "'weight' is not an assertion type: a weight goes inside its assertion, in the long form "
+        "{type: T, value: V, weight: W}"
+    )
+    return [doc.issue(path, message)]
 
 
 def _unknown_key_issue(doc: Document, path: tuple[PathPart, ...], key: str, names: str, allowed: list[str]) -> Issue:

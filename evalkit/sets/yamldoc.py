@@ -261,6 +261,8 @@ def _parse_slowly(text: str, file: str) -> Document:
         problem = exc.problem or exc.context or "invalid YAML"
         if "duplicate key" in problem:
             problem = problem.split(" with value", 1)[0] + "; remove one of them"
+        elif problem.startswith("found character '\\t'"):
+            problem = "a tab where YAML expects indentation or a value; indent with spaces (YAML does not allow tabs)"
         elif problem.startswith("expected <block end>"):
             # a line dedented to no enclosing block's level: the parser names the token it met
             # there ('?', '<block mapping start>'), which is nothing the file contains
@@ -298,9 +300,13 @@ def _fast_data(text: str) -> Any:
     MAX_DEPTH, several documents, directives, surrogate escapes. Those take the full path (node
     graph, checks, ruamel's constructor), so both paths give the same data for what this one takes.
     A 20,000-prompt set: ~7 s composing and constructing, ~1.5 s here."""
+    from ruamel.yaml.docinfo import DocInfo, version
+
     yaml = _yaml()
     if not hasattr(yaml, "get_constructor_parser"):
         return _SLOW
+    # what ruamel's own load and compose do first: the pure parser records a directive there
+    yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
     _, parser = yaml.get_constructor_parser(text)
     try:
         return _built(parser.get_event)
@@ -335,7 +341,8 @@ def _built(next_event: Any) -> Any:
             value = event.value
             # a plain scalar is resolved by the core schema, but most start with a letter no
             # typed value starts with: those stay strings without a pattern tried
-            if event.style == "" and event.implicit[0] and (not value or value[0] in _TYPED_STARTS):
+            # (a plain scalar's style is "" from libyaml's parser and None from the pure one)
+            if not event.style and event.implicit[0] and (not value or value[0] in _TYPED_STARTS):
                 value = _resolve_plain(value)
             if type(value) is str and not value.isascii() and _SURROGATE.search(value):
                 return _SLOW
@@ -367,7 +374,7 @@ def _built(next_event: Any) -> Any:
         if type(parent) is list:
             parent.append(value)
         elif parent.key is _NO_KEY:
-            if type(value) is not str or value in parent.data or (value == "<<" and event.style == ""):
+            if type(value) is not str or value in parent.data or (value == "<<" and not event.style):
                 return _SLOW
             parent.key = value
         else:
@@ -450,6 +457,7 @@ def _tag_issues(root: Any, file: str) -> list[Issue]:
             for key_node, value_node in node.value:
                 part = key_node.value if isinstance(key_node, ScalarNode) else "?"
                 stack.append((value_node, (*path, part)))
+                stack.append((key_node, path))  # a tag on a key (``!!binary id: x``) is refused too
         elif not isinstance(node, ScalarNode):
             stack.extend((child, (*path, index)) for index, child in enumerate(node.value))
     return sorted(issues, key=lambda i: (i.line, i.col))

@@ -178,7 +178,7 @@ SET_CASES: list[Any] = [
     case(
         "tab_indentation",
         [
-            "tests/data/invalid/tab_indentation.yaml:4:1: YAML error: found character '\\t' that cannot start any token (while scanning for the next token)"
+            "tests/data/invalid/tab_indentation.yaml:4:1: YAML error: a tab where YAML expects indentation or a value; indent with spaces (YAML does not allow tabs)"
         ],
     ),
     case(

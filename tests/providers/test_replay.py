@@ -121,10 +121,8 @@ def test_a_record_scoped_to_another_set_does_not_answer(cli: Any, replay_config:
         {"id": "contact", "response": '{"email": "x"}', "model": "m1"},
     )
     result = cli("run", "sets/demo.yaml", "--format", "json")
-    assert result.exit_code == 3
-    doc = json.loads(result.stdout)
-    assert doc["error_count"] == 1
-    assert items(doc)["sunday"]["error"] is not None
+    assert result.exit_code == 2
+    assert "no recorded answer for prompt 'sunday' in answers.jsonl" in result.stderr
 
 
 def test_a_record_without_model_gives_no_serving_proof(cli: Any, replay_config: Path, isolated: Path) -> None:
@@ -158,26 +156,36 @@ def test_records_of_different_models_give_no_generator(cli: Any, replay_config: 
     assert doc["comparison"]["state"] == "not_compared"
 
 
-def test_a_prompt_without_a_record_is_an_item_error(cli: Any, replay_config: Path, isolated: Path) -> None:
+def test_a_prompt_without_a_record_is_an_input_error_before_any_answer(
+    cli: Any, replay_config: Path, isolated: Path, db_file: Path
+) -> None:
+    """validate says so at exit 2, and run refuses the set before any item: not an item error at exit 3."""
     write_answers(
         isolated,
         {"id": "opening-hours", "response": "Tuesday", "model": "m1"},
         {"id": "contact", "response": '{"email": "x"}', "model": "m1"},
     )
+    line = (
+        "sets/demo.yaml:{}: no recorded answer for prompt 'sunday' in answers.jsonl (replay instance 'recorded'); "
+        'add a line {{"id": "sunday", "response": "..."}} to it, or run another provider'
+    )
+    where = next(n for n, text in enumerate(SET.strip("\n").splitlines(), 1) if "id: sunday" in text)
+    validated = cli("validate")
+    assert validated.exit_code == 2
+    assert validated.stderr.splitlines()[0].endswith(line.format(f"{where}:5"))  # the set folder's path
     result = cli("run", "sets/demo.yaml", "--format", "json")
-    assert result.exit_code == 3
+    assert result.exit_code == 2
     assert result.exception is None
-    doc = json.loads(result.stdout)
-    assert doc["error_count"] == 1
-    by_id = items(doc)
-    assert by_id["opening-hours"]["error"] is None
-    assert by_id["opening-hours"]["passed"] is False
-    assert by_id["contact"]["error"] is None
-    assert by_id["contact"]["passed"] is True
-    error = by_id["sunday"]["error"]
-    assert "'recorded'" in error
-    assert "'sunday'" in error
-    assert "answers.jsonl" in error
+    assert result.stderr.splitlines() == ["Error: " + line.format(f"{where}:5")]
+    assert result.stdout == ""
+    assert not db_file.exists()
+    write_answers(
+        isolated,
+        {"id": "opening-hours", "response": "Tuesday", "model": "m1"},
+        {"id": "contact", "response": '{"email": "x"}', "model": "m1"},
+        {"id": "sunday", "response": "no", "model": "m1"},
+    )
+    assert cli("validate").exit_code == 0
 
 
 @pytest.mark.parametrize(

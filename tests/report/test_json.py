@@ -174,8 +174,16 @@ def test_output_file_is_json_with_the_table_format(cli: Any, write_file: Any) ->
         json.loads(result.stdout)
 
 
+# a replay with a fallback that calls a model: a prompt with no recorded answer is asked of it (a
+# closed loopback port here), so it errors as an item; without a fallback it is refused at exit 2
+FALLING_BACK = (
+    "default_provider: rec\nproviders:\n  - {id: rec, adapter: replay, path: answers.jsonl, fallback: down}\n"
+    '  - {id: down, adapter: openai, base_url: "http://127.0.0.1:9/v1", model: m, max_retries: 0}\n'
+)
+
+
 def test_json_is_printed_when_items_errored(cli: Any, write_file: Any) -> None:
-    replay_project(write_file, FAQ_ANSWERS[:2])  # no answer recorded for "sunday"
+    replay_project(write_file, FAQ_ANSWERS[:2], FALLING_BACK)  # no answer recorded for "sunday"
     write_file("sets/faq.yaml", FAQ)
     result, doc = run_json(cli, "sets/faq.yaml")
     assert result.exit_code == 3

@@ -13,10 +13,15 @@ from evalkit.report.junit import junit_xml
 from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
 
 REPLAY_CONFIG = "providers: [{id: rec, adapter: replay, path: answers.jsonl}]\n"
+# a prompt with no recorded answer is asked of the fallback (a closed loopback port): an item error
+FALLING_BACK = (
+    "default_provider: rec\nproviders:\n  - {id: rec, adapter: replay, path: answers.jsonl, fallback: down}\n"
+    '  - {id: down, adapter: openai, base_url: "http://127.0.0.1:9/v1", model: m, max_retries: 0}\n'
+)
 
 
-def replay_project(write_file: Any, answers: list[dict[str, str]]) -> None:
-    write_file("evalkit.yaml", REPLAY_CONFIG)
+def replay_project(write_file: Any, answers: list[dict[str, str]], config: str = REPLAY_CONFIG) -> None:
+    write_file("evalkit.yaml", config)
     write_file("answers.jsonl", "".join(json.dumps(a) + "\n" for a in answers))
 
 
@@ -50,6 +55,7 @@ def test_one_suite_per_set_one_case_per_prompt(cli: Any, write_file: Any) -> Non
             {"id": "sunday", "response": "Yes", "model": "m1"},
             {"set": "junit.b", "id": "days", "response": "Monday", "model": "m1"},
         ],
+        FALLING_BACK,
     )
     write_file(
         "sets/a.yaml",

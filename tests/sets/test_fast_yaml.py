@@ -12,6 +12,9 @@ from evalkit.errors import SetError
 from evalkit.sets.validation import schema_issues
 from evalkit.sets.yamldoc import _SLOW, _fast_data, _parse_slowly, parse_document
 
+# every test here runs under libyaml's C parser and the pure-Python one (tests/sets/conftest.py)
+pytestmark = pytest.mark.usefixtures("yaml_parser")
+
 SCALARS = [
     "012", "0o17", "0x1F", "-0", "+12", "1e3", "1.", ".5", "-.5", "+.inf", "-.Inf", ".NaN", ".nan", "1_000",
     "0b101", "true", "True", "TRUE", "tRue", "false", "~", "null", "Null", "NULL", "yes", "no", "on",

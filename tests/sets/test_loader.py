@@ -340,3 +340,80 @@ def test_prompt_without_id_is_not_called_none(write_file) -> None:
     messages = [issue.message for issue in caught.value.issues]
     assert "missing required key 'id'" in messages
     assert all("'None'" not in message for message in messages)
+
+
+TYPES = (
+    "contains, contains_all, contains_any, contains_json, cost, equals_json, exact, icontains, icontains_all, "
+    "icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, word_count; each also as not_<type>"
+)
+PROMPT_KEYS = "assertions, critical, id, messages, params, prompt, reference, system, threshold, vars"
+
+
+@pytest.mark.parametrize(
+    ("body", "lines"),
+    [
+        (  # a misspelt assertions: is the issue, not its consequence (no assertion, no reference)
+            "prompts:\n  - id: p\n    prompt: hi\n    asertions:\n      - contains: x\n",
+            [
+                f"s.yaml:6:5: prompts[0].asertions: unknown key 'asertions' (expected one of: {PROMPT_KEYS}); "
+                "did you mean 'assertions'?"
+            ],
+        ),
+        (
+            "prompts:\n  - id: p\n    prompt: hi\n    refrence: Monday\n",
+            [
+                f"s.yaml:6:5: prompts[0].refrence: unknown key 'refrence' (expected one of: {PROMPT_KEYS}); "
+                "did you mean 'reference'?"
+            ],
+        ),
+        (  # the same in a template: said once, at the template, not for every row
+            'template:\n  prompt: "{{ q }}"\n  asertions: [{contains: x}]\ncases: c.csv\n',
+            [
+                "s.yaml:5:3: template.asertions: unknown key 'asertions' (expected one of: "
+                f"{PROMPT_KEYS.replace('id, ', '')}); did you mean 'assertions'?"
+            ],
+        ),
+        (  # weight: under the type's key, in the same list item: how to write it, and no unknown type 'weight'
+            "prompts:\n  - id: p\n    prompt: hi\n    assertions:\n      - contains: x\n        weight: 2\n",
+            [
+                "s.yaml:7:9: prompts[0].assertions[0]: must have exactly one key, got 2 (contains, weight); "
+                "a weight needs the long form: {type: contains, value: ..., weight: 2}"
+            ],
+        ),
+        (
+            "prompts:\n  - id: p\n    prompt: hi\n    assertions:\n      - contains: x\n      - weight: 2\n",
+            [
+                "s.yaml:8:9: prompts[0].assertions[1]: 'weight' is not an assertion type: a weight goes inside its "
+                "assertion, in the long form {type: T, value: V, weight: W}"
+            ],
+        ),
+        (  # a key that is not a misspelling leaves the missing assertions an issue of their own
+            "prompts:\n  - id: p\n    prompt: hi\n    foo: 1\n",
+            [
+                "s.yaml:4:5: prompts[0]: prompt 'p' has neither an assertion nor a reference; add assertions: or "
+                "reference:",
+                f"s.yaml:6:5: prompts[0].foo: unknown key 'foo' (expected one of: {PROMPT_KEYS})",
+            ],
+        ),
+        (
+            "prompts:\n  - id: p\n    prompt: hi\n    assertions:\n      - containz: x\n        weight: 2\n",
+            [
+                "s.yaml:7:9: prompts[0].assertions[0]: must have exactly one key, got 2 (containz, weight); "
+                "a weight needs the long form: {type: containz, value: ..., weight: 2}",
+                f"s.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: {TYPES}); "
+                "did you mean 'contains'?",
+            ],
+        ),
+    ],
+)
+def test_the_root_cause_is_said_and_not_its_consequences(cli, write_file, body: str, lines: list[str]) -> None:
+    write_file("c.csv", "id,q\nr1,hi\nr2,ho\n")
+    write_file("s.yaml", f"id: root.cause\nname: n\n{body}")
+    result = cli("validate", "s.yaml")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[:-1] == lines
+    run = cli("run", "s.yaml")
+    assert run.exit_code == 2
+    assert run.stderr.splitlines()[0].startswith(f"Error: {lines[0]}")
+    if len(lines) == 1:  # the root cause alone, not behind "(and 1 more)"
+        assert run.stderr.splitlines() == [f"Error: {lines[0]}"]

@@ -71,8 +71,8 @@ def test_renders(source: str, expected: str) -> None:
         ("{{ product | upper }} {{ gone }}", "gone", "'gone' is undefined"),  # through Jinja itself
         ("{{ items.missing }}", None, "undefined value in the template: 'list object' has no attribute 'missing'"),
         ("{{ product.__class__ }}", None, "not allowed in the template sandbox: access to attribute '__class__' of 'str' object is unsafe."),
-        ("{{ 'ab' * 10000000 }}", None, "not allowed in the template sandbox: repeating a value beyond 1,000,000 items is not allowed"),
-        ("{{ 9 ** 999999 }}", None, "not allowed in the template sandbox: an exponent above 10,000 is not allowed in a template"),
+        ("{{ 'ab' * 10000000 }}", None, "repeating a value beyond 1,000,000 items is not allowed"),
+        ("{{ 9 ** 999999 }}", None, "an exponent above 10,000 is not allowed in a template"),
         ("{{ n / 0 }}", None, "the template failed: ZeroDivisionError: division by zero"),
         ("{% if n %}open", None, "template syntax error: Unexpected end of template. Jinja was looking for the following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be closed is 'if'; to send the braces as text, write {{ '{{' }} or wrap the text in {% raw %}...{% endraw %}"),
         ("line one\n{{ n }\n", None, "template syntax error: unexpected '}' (line 2 of the text); to send the braces as text, write {{ '{{' }} or wrap the text in {% raw %}...{% endraw %}"),

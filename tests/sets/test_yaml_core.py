@@ -5,7 +5,10 @@ for by id."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 def test_timestamp_like_text_is_read_verbatim(cli: Any, write_file: Any) -> None:
@@ -46,3 +49,46 @@ def test_non_utf8_set_file_names_line_and_column(cli: Any, isolated: Any) -> Non
     result = cli("validate", "set.yaml")
     assert result.exit_code == 2
     assert result.stderr.startswith("set.yaml:4:25: not UTF-8 text (invalid continuation byte); save the file as UTF-8")
+
+
+TAB_HINT = "YAML error: a tab where YAML expects indentation or a value; indent with spaces (YAML does not allow tabs)"
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("prompts:\n\t- id: a\n\t  prompt: hi\n\t  assertions: [{contains: x}]\n", "set.yaml:4:1"),
+        ("prompts:\n  - id: a\n    prompt: hi\n    assertions:\n\t- contains: x\n", "set.yaml:7:1"),
+        ("prompts:\n  - id: a\n    prompt: hi\n    assertions:\n    -\tcontains: x\n", "set.yaml:7:6"),
+    ],
+)
+def test_a_tab_indent_is_refused_with_the_hint_to_use_spaces(
+    cli: Any, isolated: Path, yaml_parser: str, text: str, where: str
+) -> None:
+    (isolated / "set.yaml").write_text(f"id: rev.tab\nname: n\n{text}", encoding="utf-8")
+    result = cli("validate", "set.yaml")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [f"{where}: {TAB_HINT}", "1 error in 1 file"]
+
+
+def test_a_regex_escape_yaml_double_quotes_made_a_control_character_is_refused(cli: Any, isolated: Path) -> None:
+    """In YAML double quotes "\\bno\\b" is a backspace, "no" and a backspace: a pattern that never matches."""
+    (isolated / "set.yaml").write_text(
+        "id: rev.bs\nname: n\nprompts:\n"
+        '  - {id: a, prompt: hi, assertions: [{regex: "\\bno\\b"}, {not_regex: "/\\bno\\b/i"}, {regex: "a\\x01"}]}\n'
+        '  - {id: b, prompt: hi, assertions: [{regex: \'\\bno\\b\'}, {regex: "\\\\bno\\\\b"}, {regex: "a\\tb\\n"}]}\n',
+        encoding="utf-8",
+    )
+    result = cli("validate", "set.yaml")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "set.yaml:4:46: prompts[0].assertions[0].regex: regex '\\x08no\\x08' holds the control character U+0008: "
+        "in YAML double quotes \\b is that character, not a regex escape; write the pattern in single quotes "
+        "('\\bno\\b') or double each backslash",
+        "set.yaml:4:69: prompts[0].assertions[1].not_regex: regex '/\\x08no\\x08/i' holds the control character "
+        "U+0008: in YAML double quotes \\b is that character, not a regex escape; write the pattern in single "
+        "quotes ('/\\bno\\b/i') or double each backslash",
+        "set.yaml:4:91: prompts[0].assertions[2].regex: regex 'a\\x01' holds the control character U+0001; write "
+        "the pattern in single quotes, with the regex escape (\\xNN) instead of the character",
+        "3 errors in 1 file",
+    ]
