@@ -94,13 +94,12 @@ SECRET_ANSWER = "yes, the secret plan is ready"  # an answer's text, quoted by t
 def make_small(folder: Path, cli: Any, *, privacy: str = "metadata") -> None:
     """A set of two prompts (``a`` passes, ``b`` fails) on instance ``rec``, one run accepted as
     the baseline: a second run gives the same answers (no regression, no prompt changed).
-    Instance ``gone`` has no recorded answers: every call errors, as against an unknown model."""
+    Instance ``gone`` is a closed loopback port: every call errors, as against an endpoint that is down."""
     write_answers(folder, "answers.jsonl", [{"id": p, "response": SECRET_ANSWER, "model": "m1"} for p in ("a", "b")])
-    write_answers(folder, "none.jsonl", [])
     (folder / "evalkit.yaml").write_text(
         f"privacy: {privacy}\ndefault_provider: rec\nbaselines: baselines\nproviders:\n"
         "  - {id: rec, adapter: replay, path: answers.jsonl}\n"
-        "  - {id: gone, adapter: replay, path: none.jsonl}\n",
+        '  - {id: gone, adapter: openai, base_url: "http://127.0.0.1:9/v1", model: m, max_retries: 0}\n',  # closed
         encoding="utf-8",
     )
     (folder / "set.yaml").write_text(

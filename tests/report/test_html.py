@@ -284,7 +284,7 @@ def test_errored_runs_are_drawn_as_errors_not_as_a_collapse(isolated: Path, cli:
     make_small(isolated, cli)
     assert cli("run", "set.yaml", "--provider", "gone").exit_code == 3  # every call errored
     page = report(cli)
-    assert "gone · replay · unverified · grader deterministic · 2 of 2 answers errored (no measure of quality)" in (
+    assert "gone · m · unverified · grader deterministic · 2 of 2 answers errored (no measure of quality)" in (
         page_text(page)
     )
     trend = json.loads(parsed(page).scripts[1])["set-0"]["trend"]
@@ -294,7 +294,7 @@ def test_errored_runs_are_drawn_as_errors_not_as_a_collapse(isolated: Path, cli:
     assert [d["data"] for d in lines] == [[0.5, None], [0.5, None]]  # the errored run is no quality point
     (errors,) = [d for d in trend["datasets"] if d.get("type") == "bar"]
     assert errors["data"] == [None, 1.0]  # every answer errored
-    assert errors["marks"][1].startswith("2 of 2 answers errored · gone · replay · unverified")
+    assert errors["marks"][1].startswith("2 of 2 answers errored · gone · m · unverified")
 
 
 def test_the_cells_share_the_page_and_the_short_ones_stay_whole() -> None:

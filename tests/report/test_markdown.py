@@ -41,6 +41,11 @@ def test_an_at_sign_that_could_mention_someone_is_still_set_as_code() -> None:
 
 def test_a_run_that_could_not_complete_says_so_and_how_many_items_errored(cli: Any, write_file: Any) -> None:
     replay_project(write_file, "m1")
+    write_file(  # a prompt with no recorded answer is asked of the fallback: a closed loopback port
+        "evalkit.yaml",
+        "default_provider: rec\nproviders:\n  - {id: rec, adapter: replay, path: answers.jsonl, fallback: down}\n"
+        '  - {id: down, adapter: openai, base_url: "http://127.0.0.1:9/v1", model: m, max_retries: 0}\n',
+    )
     write_file("set.yaml", "id: md.out\nname: Markdown\nprompts:\n" + "".join(
         f"  - {{id: {p}, prompt: hi, assertions: [{{contains: yes}}]}}\n" for p in ("p", "unanswered", "silent")
     ))  # fmt: skip
