@@ -204,7 +204,7 @@ def compare_run(
         return verdict
     if paired is None or not paired.paired:
         why = "No item rows to pair with the baseline" if paired is None else "No item is in both runs"
-        return replace(verdict, reason=f"{verdict.reason} ({why}: significance not tested.)")
+        return replace(verdict, reason=f"{verdict.reason} ({why}: significance not tested.)", gate_basis="untested")
     # Each breached tolerance is judged by its own paired test, and only where the paired items
     # dropped too: a drop that comes from other items, or a paired gain, is no evidence either way.
     deltas = {"pass_rate": paired.pass_rate_delta, "mean_score": paired.mean_score_delta}
@@ -214,6 +214,7 @@ def compare_run(
         return replace(
             verdict,
             reason=f"{verdict.reason} (The items in both runs did not drop in {shown}: significance not tested.)",
+            gate_basis="untested",
         )
     assert baseline is not None  # a compared verdict has one
     return _judged(verdict, breaches, paired, significance, _paired_differences(run, baseline, paired))
@@ -237,7 +238,9 @@ def _judged(
     significant = [b for b in breaches if tests[b][0] <= alpha]
     if significant:
         shown = "; ".join(f"{_LABELS[b]} {p_clause(tests[b][0], alpha)}" for b in significant)
-        return replace(verdict, reason=f"{verdict.reason} Significant at {alpha:g} ({shown}).")
+        return replace(
+            verdict, reason=f"{verdict.reason} Significant at {alpha:g} ({shown}).", gate_basis="significant"
+        )
     undecided = [b for b in breaches if tests[b][1] > alpha]
     if undecided:
         shown = "; ".join(
@@ -249,6 +252,7 @@ def _judged(
             verdict,
             reason=f"{verdict.reason} The paired test cannot decide at {alpha:g} ({shown}), so the tolerance "
             "verdict stands.",
+            gate_basis="undecided",
         )
     shown = "; ".join(_not_significant(b, tests[b][0], paired, alpha, differences.get(b)) for b in breaches)
     return replace(
@@ -396,13 +400,29 @@ def gate_of(
     comparison = run.comparison
     if fail_on_regression and (comparison is None or not gate_passed(comparison, True)):
         if comparison is not None and comparison.regressed:
-            failures.append(f"regression against the baseline (run {comparison.baseline_run_id})")
+            failures.append(f"regression against the baseline (run {comparison.baseline_run_id}){_basis(comparison)}")
         else:
             why = comparison.reason.removeprefix("Not compared: ").rstrip(".") if comparison else "no comparison"
             failures.append(f"not compared with a baseline ({why})")
     if isinstance(run, RunResult):
         failures.extend(absolute_failures(run, minimums or Gate(), critical))
     return {"fail_on_regression": fail_on_regression, "passed": not failures, "failures": failures}
+
+
+def _basis(comparison: Comparison) -> str:
+    """How a regression under ``--significance`` was decided, for the gate's failure (README,
+    "Baselines and regressions"): found significant, or left to the tolerance."""
+    alpha = f"{comparison.significance:g}" if comparison.significance is not None else ""
+    if comparison.gate_basis == "significant":
+        return f": significant at {alpha} (one-sided paired test)"
+    if comparison.gate_basis == "undecided":
+        return (
+            f": decided by the tolerance, since the paired test cannot decide at {alpha} "
+            "(too few changed items), not found significant"
+        )
+    if comparison.gate_basis == "untested":
+        return ": decided by the tolerance (significance not tested), not found significant"
+    return ""
 
 
 def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] = ()) -> list[str]:

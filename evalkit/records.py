@@ -457,10 +457,11 @@ class PairedTest:
     score_changed: int = 0  # paired items whose mean score changed
 
     def describe(self, one_sided: bool = False) -> str:
-        """``pass rate -12.0 pp (95% CI -20.1 … -3.9), p = 0.008``; with ``one_sided`` the
-        p-value of a drop (``one-sided p = 0.004``)."""
+        """``pass rate -12.0 pp (95% CI -20.1 … -3.9), two-sided p = 0.008`` (has it changed?);
+        with ``one_sided`` the p-value of a drop, which ``--significance`` gates on
+        (``one-sided p = 0.004``). Each is labelled: both can be seen side by side."""
         p = self.drop_p_value if one_sided else self.p_value
-        label = "one-sided p" if one_sided else "p"
+        label = "one-sided p" if one_sided else "two-sided p"
         shown = f"{label} < 0.001" if p < 0.001 else f"{label} = {p:.3f}"
         return f"pass rate {self.pass_rate_delta * 100:+.1f} pp ({self.pass_interval()}), {shown}"
 
@@ -604,6 +605,9 @@ class Comparison:
     baseline_source: str | None = None  # file | db: where the baseline came from (DESIGN 5.2)
     baseline_file: str | None = None  # the baseline file's path, when the source is a file
     flips: Flips | None = None  # per-prompt flips against the baseline (DESIGN 5.7)
+    # how a regression under --significance was decided: "significant" (the paired test found
+    # it), "undecided" (the test could not decide: the tolerance verdict stands) or "untested"
+    gate_basis: str | None = None
 
     def as_dict(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
@@ -625,6 +629,8 @@ class Comparison:
             out["baseline_file"] = self.baseline_file
         if self.flips is not None:
             out["flips"] = self.flips.as_dict()
+        if self.gate_basis is not None:
+            out["gate_basis"] = self.gate_basis
         return out
 
     @classmethod
@@ -644,6 +650,7 @@ class Comparison:
             baseline_source=data.get("baseline_source"),
             baseline_file=data.get("baseline_file"),
             flips=Flips.from_dict(flips) if isinstance(flips := data.get("flips"), Mapping) else None,
+            gate_basis=data.get("gate_basis"),
         )
 
 

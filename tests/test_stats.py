@@ -197,7 +197,9 @@ def test_paired_test_pairs_only_common_items() -> None:
     assert test.pass_rate_ci == (ci.low, ci.high)
     assert test.pass_rate_ci[0] < -10 / 60 < test.pass_rate_ci[1]
     assert paired_test(first, second) == test  # seeded
-    assert test.describe() == (f"pass rate -16.7 pp (95% CI {ci.low * 100:+.1f} … {ci.high * 100:+.1f}), p = 0.031")
+    assert test.describe() == (
+        f"pass rate -16.7 pp (95% CI {ci.low * 100:+.1f} … {ci.high * 100:+.1f}), two-sided p = 0.031"
+    )
 
 
 def test_paired_test_with_repeats_uses_the_sign_flip_test() -> None:

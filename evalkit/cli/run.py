@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--significance", type=float, metavar="ALPHA",
-    help="With --fail-on-regression, fail only on a drop beyond the tolerance that is also significant at ALPHA.",
+    help="With --fail-on-regression, a drop beyond the tolerance fails when the paired test finds it significant at "
+    "ALPHA, or cannot decide (too few changed items: the tolerance verdict stands).",
 )  # fmt: skip
 @db_option
 @config_option
