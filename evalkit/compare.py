@@ -24,6 +24,7 @@ from evalkit.records import (
     Comparison,
     Flips,
     Gate,
+    OtherScope,
     PairedTest,
     RetrievalRunResult,
     RetrievalTolerances,
@@ -322,6 +323,37 @@ def _with_flips(verdict: Comparison, run: RunResult, baseline: BaselineRun) -> C
         detail = f" ({'; '.join(changed)})" if changed else ""
         reason += f" Note: the set's prompts or assertions changed since that run{detail}."
     return replace(verdict, reason=reason, baseline_source=baseline.source, baseline_file=baseline.file, flips=flips)
+
+
+def with_other_scope(comparison: Comparison, run: RunResult, other: BaselineRun, scope: tuple[str, ...]) -> Comparison:
+    """``comparison`` (a run with no baseline of its own scope) with its delta against another
+    model's baseline of the set, ``scope`` = (provider, model, reported model, grader): for
+    information only, the verdict and the gate stay as they are (README, "Baselines and
+    regressions")."""
+    pass_delta = exact_ratio(run.passed_count, run.sample_count) - exact_ratio(other.passed_count, other.item_count)
+    score_now, score_before = mean_scores(run, other)
+    provider, model, reported, grader = scope
+    info = OtherScope(
+        other.run_id,
+        provider,
+        model,
+        reported,
+        grader,
+        other.source,
+        float(pass_delta),
+        float(score_now - score_before),
+    )
+    where = f"run {other.run_id}" + (f" ({other.file})" if other.file else "")
+    text = (
+        f" For information only, against another model's baseline ({provider}/{model} (reported {reported}), "
+        f"graded by {grader}; {where}): pass rate {pp(pass_delta)}, mean score {_signed(score_now - score_before)}; "
+        "not a verdict."
+    )
+    return replace(comparison, reason=comparison.reason + text, other_scope=info)
+
+
+def _signed(delta: Fraction) -> str:
+    return ("+" if delta >= 0 else "-") + fixed(abs(delta), 3)
 
 
 def flips_of(before: Mapping[str, tuple[float, float]], run: RunResult) -> Flips:

@@ -551,6 +551,49 @@ class Flips:
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class OtherScope:
+    """For information only: how a run that has no baseline of its own compares with another
+    model's baseline of the same set and grader (README, "Baselines and regressions"). Never a
+    verdict: a run on another model is not compared."""
+
+    run_id: str
+    provider: str
+    model: str
+    reported_model: str
+    grader: str
+    source: str  # file | db: where that baseline came from
+    pass_rate_delta: float  # this run minus that baseline
+    mean_score_delta: float
+
+    def as_dict(self) -> dict[str, JsonValue]:
+        return {
+            "note": "another model's baseline: for information only, not a verdict",
+            "run_id": self.run_id,
+            "provider": self.provider,
+            "model": self.model,
+            "reported_model": self.reported_model,
+            "grader": self.grader,
+            "source": self.source,
+            "pass_rate_delta": self.pass_rate_delta,
+            "mean_score_delta": self.mean_score_delta,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> OtherScope:
+        return cls(
+            run_id=data["run_id"],
+            provider=data["provider"],
+            model=data["model"],
+            reported_model=data["reported_model"],
+            grader=data["grader"],
+            source=data["source"],
+            pass_rate_delta=data["pass_rate_delta"],
+            mean_score_delta=data["mean_score_delta"],
+        )
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class BaselineEntry:
     """One accepted baseline in a set's baseline file: a scope and what its run measured."""
 
@@ -608,6 +651,7 @@ class Comparison:
     # how a regression under --significance was decided: "significant" (the paired test found
     # it), "undecided" (the test could not decide: the tolerance verdict stands) or "untested"
     gate_basis: str | None = None
+    other_scope: OtherScope | None = None  # another model's baseline, for information (not compared)
 
     def as_dict(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
@@ -631,6 +675,8 @@ class Comparison:
             out["flips"] = self.flips.as_dict()
         if self.gate_basis is not None:
             out["gate_basis"] = self.gate_basis
+        if self.other_scope is not None:
+            out["other_scope"] = self.other_scope.as_dict()
         return out
 
     @classmethod
@@ -651,6 +697,7 @@ class Comparison:
             baseline_file=data.get("baseline_file"),
             flips=Flips.from_dict(flips) if isinstance(flips := data.get("flips"), Mapping) else None,
             gate_basis=data.get("gate_basis"),
+            other_scope=OtherScope.from_dict(other) if isinstance(other := data.get("other_scope"), Mapping) else None,
         )
 
 
