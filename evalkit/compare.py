@@ -457,6 +457,26 @@ def _basis(comparison: Comparison) -> str:
     return ""
 
 
+def power_note(run: RunResult) -> str | None:
+    """A note when the set is too small to tell the drop its pass-rate tolerance allows from
+    noise, with how many prompts it would take (``stats.prompts_needed``; README, "Choosing a
+    gate"); None when it is large enough, the tolerance is 0 or 1, or prompts were repeated."""
+    tolerance = run.tolerances.max_pass_rate_drop
+    if run.repeats > 1 or not 0 < tolerance < 1 or not run.items:
+        return None
+    prompts = len(run.items)
+    rate = float(exact_ratio(run.passed_count, run.sample_count))
+    needed = stats.prompts_needed(float(tolerance), rate)
+    if prompts >= needed:
+        return None
+    shown = written(tolerance, 100, 1)
+    return (
+        f"Note: {run.set_id}: {prompts} prompt{'' if prompts == 1 else 's'} are too few for the gate to tell a "
+        f"{shown} pp pass-rate drop (its tolerance) from noise: at a pass rate of {fixed(Fraction(rate) * 100, 0)}% "
+        f'that takes about {needed} prompts (80% of such drops found at one-sided 5%; README, "Choosing a gate")'
+    )
+
+
 def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] = ()) -> list[str]:
     """Each minimum the run falls short of, and each critical prompt that failed, in words.
     The pass rate is compared as the exact fraction of its counts."""
