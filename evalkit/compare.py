@@ -460,9 +460,10 @@ def _basis(comparison: Comparison) -> str:
 def power_note(run: RunResult) -> str | None:
     """A note when the set is too small to tell the drop its pass-rate tolerance allows from
     noise, with how many prompts it would take (``stats.prompts_needed``; README, "Choosing a
-    gate"); None when it is large enough, the tolerance is 0 or 1, or prompts were repeated."""
+    gate"); None when it is large enough, the tolerance is 0 or 1, prompts were repeated or
+    items errored."""
     tolerance = run.tolerances.max_pass_rate_drop
-    if run.repeats > 1 or not 0 < tolerance < 1 or not run.items:
+    if run.repeats > 1 or run.error_count or not 0 < tolerance < 1 or not run.items:
         return None
     prompts = len(run.items)
     rate = float(exact_ratio(run.passed_count, run.sample_count))
