@@ -344,8 +344,11 @@ def with_other_scope(comparison: Comparison, run: RunResult, other: BaselineRun,
         float(score_now - score_before),
     )
     where = f"run {other.run_id}" + (f" ({other.file})" if other.file else "")
+    gen = run.generator
+    same_model = gen is not None and (gen.model, gen.reported_model) == (model, reported)
+    whose = "another provider instance's" if same_model else "another model's"
     text = (
-        f" For information only, against another model's baseline ({provider}/{model} (reported {reported}), "
+        f" For information only, against {whose} baseline ({provider}/{model} (reported {reported}), "
         f"graded by {grader}; {where}): pass rate {pp(pass_delta)}, mean score {_signed(score_now - score_before)}; "
         "not a verdict."
     )

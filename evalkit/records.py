@@ -567,7 +567,7 @@ class OtherScope:
 
     def as_dict(self) -> dict[str, JsonValue]:
         return {
-            "note": "another model's baseline: for information only, not a verdict",
+            "note": "another model's (or provider instance's) baseline: for information only, not a verdict",
             "run_id": self.run_id,
             "provider": self.provider,
             "model": self.model,

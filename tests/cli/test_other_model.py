@@ -35,7 +35,7 @@ def test_a_switched_model_is_not_compared_but_shows_its_delta_against_the_other_
     comparison = doc["comparison"]
     assert (comparison["state"], comparison["regressed"]) == ("not_compared", False)
     assert comparison["other_scope"] == {
-        "note": "another model's baseline: for information only, not a verdict",
+        "note": "another model's (or provider instance's) baseline: for information only, not a verdict",
         "run_id": base["run_id"],
         "provider": "fake",
         "model": "alias-1",
@@ -77,3 +77,18 @@ def test_a_new_model_in_the_database_history_shows_its_delta_against_the_previou
     assert again["comparison"]["state"] == "compared"
     assert "other_scope" not in again["comparison"]
     assert json.dumps(again).count("another model") == 0
+
+
+@pytest.mark.slow
+def test_another_instance_of_the_same_model_is_named_as_such(cli, project: FakeServer) -> None:
+    _, base = run_json(cli)
+    _, doc = run_json(cli, "--provider", "fake2")
+    assert doc["comparison"]["state"] == "baseline"
+    assert (doc["comparison"]["other_scope"]["provider"], doc["comparison"]["other_scope"]["run_id"]) == (
+        "fake",
+        base["run_id"],
+    )
+    assert (
+        "For information only, against another provider instance's baseline (fake/alias-1"
+        in (doc["comparison"]["reason"])
+    )
