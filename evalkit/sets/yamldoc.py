@@ -79,10 +79,10 @@ class Document:
         return mark.line + 1, mark.column + 1
 
     def float_text(self, section: str, name: str) -> str | None:
-        """The text of the number at ``section.name`` as written in the file (``0.1000000000000000055``),
-        when it is a float; None otherwise. A float rounds a long decimal: a tolerance is read
-        from this text instead (README, "Baselines and regressions"). The fast path keeps the text of the floats
-        two levels down; a document read on the full path looks in its node graph."""
+        """The text of the number at ``section.name`` as written in the file (``0.1000000000000000055``)
+        when it is a float; None otherwise. A float rounds a long decimal, so a tolerance is read
+        from this text instead (README, "Baselines and regressions"). The fast path keeps the text
+        of the floats two levels down; a document read on the full path looks in its node graph."""
         if self.tree is None:
             return self.floats.get((section, name))
         from ruamel.yaml.nodes import ScalarNode
