@@ -234,7 +234,12 @@ POWER_NOTE = (
 )
 
 
-def test_the_gate_says_once_when_the_set_is_too_small_for_its_tolerance(cli, project: FakeServer) -> None:
+@pytest.mark.slow
+def test_the_gate_says_once_when_the_set_is_too_small_for_its_tolerance(
+    cli, project: FakeServer, isolated: Path
+) -> None:
+    config = isolated / "evalkit.yaml"  # two instances at once: retry a connection the fake server drops
+    config.write_text(config.read_text().replace("max_retries: 0", "max_retries: 2"))
     result = cli("run", "sets/ten.yaml", "--fail-on-regression", "--provider", "fake", "--provider", "fake2")
     assert result.exit_code == 0, result.stderr
     assert result.stderr.count("Note: gate.ten:") == 1
