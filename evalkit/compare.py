@@ -24,6 +24,7 @@ from evalkit.records import (
     Comparison,
     Flips,
     Gate,
+    OtherScope,
     PairedTest,
     RetrievalRunResult,
     RetrievalTolerances,
@@ -216,7 +217,7 @@ def compare_run(
         return verdict
     if paired is None or not paired.paired:
         why = "No item rows to pair with the baseline" if paired is None else "No item is in both runs"
-        return replace(verdict, reason=f"{verdict.reason} ({why}: significance not tested.)")
+        return replace(verdict, reason=f"{verdict.reason} ({why}: significance not tested.)", gate_basis="untested")
     # Each breached tolerance is judged by its own paired test, and only where the paired items
     # dropped too: a drop that comes from other items, or a paired gain, is no evidence either way.
     deltas = {"pass_rate": paired.pass_rate_delta, "mean_score": paired.mean_score_delta}
@@ -226,6 +227,7 @@ def compare_run(
         return replace(
             verdict,
             reason=f"{verdict.reason} (The items in both runs did not drop in {shown}: significance not tested.)",
+            gate_basis="untested",
         )
     assert baseline is not None  # a compared verdict has one
     return _judged(verdict, breaches, paired, significance, _paired_differences(run, baseline, paired))
@@ -249,7 +251,9 @@ def _judged(
     significant = [b for b in breaches if tests[b][0] <= alpha]
     if significant:
         shown = "; ".join(f"{_LABELS[b]} {p_clause(tests[b][0], alpha)}" for b in significant)
-        return replace(verdict, reason=f"{verdict.reason} Significant at {alpha:g} ({shown}).")
+        return replace(
+            verdict, reason=f"{verdict.reason} Significant at {alpha:g} ({shown}).", gate_basis="significant"
+        )
     undecided = [b for b in breaches if tests[b][1] > alpha]
     if undecided:
         shown = "; ".join(
@@ -261,6 +265,7 @@ def _judged(
             verdict,
             reason=f"{verdict.reason} The paired test cannot decide at {alpha:g} ({shown}), so the tolerance "
             "verdict stands.",
+            gate_basis="undecided",
         )
     shown = "; ".join(_not_significant(b, tests[b][0], paired, alpha, differences.get(b)) for b in breaches)
     return replace(
@@ -330,6 +335,40 @@ def _with_flips(verdict: Comparison, run: RunResult, baseline: BaselineRun) -> C
         detail = f" ({'; '.join(changed)})" if changed else ""
         reason += f" Note: the set's prompts or assertions changed since that run{detail}."
     return replace(verdict, reason=reason, baseline_source=baseline.source, baseline_file=baseline.file, flips=flips)
+
+
+def with_other_scope(comparison: Comparison, run: RunResult, other: BaselineRun, scope: tuple[str, ...]) -> Comparison:
+    """``comparison`` (a run with no baseline of its own scope) with its delta against another
+    model's baseline of the set, ``scope`` = (provider, model, reported model, grader): for
+    information only, the verdict and the gate stay as they are (README, "Baselines and
+    regressions")."""
+    pass_delta = exact_ratio(run.passed_count, run.sample_count) - exact_ratio(other.passed_count, other.item_count)
+    score_now, score_before = mean_scores(run, other)
+    provider, model, reported, grader = scope
+    info = OtherScope(
+        other.run_id,
+        provider,
+        model,
+        reported,
+        grader,
+        other.source,
+        float(pass_delta),
+        float(score_now - score_before),
+    )
+    where = f"run {other.run_id}" + (f" ({other.file})" if other.file else "")
+    gen = run.generator
+    same_model = gen is not None and (gen.model, gen.reported_model) == (model, reported)
+    whose = "another provider instance's" if same_model else "another model's"
+    text = (
+        f" For information only, against {whose} baseline ({provider}/{model} (reported {reported}), "
+        f"graded by {grader}; {where}): pass rate {pp(pass_delta)}, mean score {_signed(score_now - score_before)}; "
+        "not a verdict."
+    )
+    return replace(comparison, reason=comparison.reason + text, other_scope=info)
+
+
+def _signed(delta: Fraction) -> str:
+    return ("+" if delta >= 0 else "-") + fixed(abs(delta), 3)
 
 
 def flips_of(before: Mapping[str, tuple[float, float]], run: RunResult) -> Flips:
@@ -408,13 +447,50 @@ def gate_of(
     comparison = run.comparison
     if fail_on_regression and (comparison is None or not gate_passed(comparison, True)):
         if comparison is not None and comparison.regressed:
-            failures.append(f"regression against the baseline (run {comparison.baseline_run_id})")
+            failures.append(f"regression against the baseline (run {comparison.baseline_run_id}){_basis(comparison)}")
         else:
             why = comparison.reason.removeprefix("Not compared: ").rstrip(".") if comparison else "no comparison"
             failures.append(f"not compared with a baseline ({why})")
     if isinstance(run, RunResult):
         failures.extend(absolute_failures(run, minimums or Gate(), critical))
     return {"fail_on_regression": fail_on_regression, "passed": not failures, "failures": failures}
+
+
+def _basis(comparison: Comparison) -> str:
+    """How a regression under ``--significance`` was decided, for the gate's failure (README,
+    "Baselines and regressions"): found significant, or left to the tolerance."""
+    alpha = f"{comparison.significance:g}" if comparison.significance is not None else ""
+    if comparison.gate_basis == "significant":
+        return f": significant at {alpha} (one-sided paired test)"
+    if comparison.gate_basis == "undecided":
+        return (
+            f": decided by the tolerance, since the paired test cannot decide at {alpha} "
+            "(too few changed items), not found significant"
+        )
+    if comparison.gate_basis == "untested":
+        return ": decided by the tolerance (significance not tested), not found significant"
+    return ""
+
+
+def power_note(run: RunResult) -> str | None:
+    """A note when the set is too small to tell the drop its pass-rate tolerance allows from
+    noise, with how many prompts it would take (``stats.prompts_needed``; README, "Choosing a
+    gate"); None when it is large enough, the tolerance is 0 or 1, prompts were repeated or
+    items errored."""
+    tolerance = run.tolerances.max_pass_rate_drop
+    if run.repeats > 1 or run.error_count or not 0 < tolerance < 1 or not run.items:
+        return None
+    prompts = len(run.items)
+    rate = float(exact_ratio(run.passed_count, run.sample_count))
+    needed = stats.prompts_needed(float(tolerance), rate)
+    if prompts >= needed:
+        return None
+    shown = written(tolerance, 100, 1)
+    return (
+        f"Note: {run.set_id}: {prompts} prompt{'' if prompts == 1 else 's'} are too few for the gate to tell a "
+        f"{shown} pp pass-rate drop (its tolerance) from noise: at a pass rate of {fixed(Fraction(rate) * 100, 0)}% "
+        f'that takes about {needed} prompts (80% of such drops found at one-sided 5%; README, "Choosing a gate")'
+    )
 
 
 def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] = ()) -> list[str]:

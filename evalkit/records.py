@@ -487,10 +487,11 @@ class PairedTest:
     score_changed: int = 0  # paired items whose mean score changed
 
     def describe(self, one_sided: bool = False) -> str:
-        """``pass rate -12.0 pp (95% CI -20.1 … -3.9), p = 0.008``; with ``one_sided`` the
-        p-value of a drop (``one-sided p = 0.004``)."""
+        """``pass rate -12.0 pp (95% CI -20.1 … -3.9), two-sided p = 0.008`` (has it changed?);
+        with ``one_sided`` the p-value of a drop, which ``--significance`` gates on
+        (``one-sided p = 0.004``). Each is labelled: both can be seen side by side."""
         p = self.drop_p_value if one_sided else self.p_value
-        label = "one-sided p" if one_sided else "p"
+        label = "one-sided p" if one_sided else "two-sided p"
         shown = f"{label} < 0.001" if p < 0.001 else f"{label} = {p:.3f}"
         return f"pass rate {self.pass_rate_delta * 100:+.1f} pp ({self.pass_interval()}), {shown}"
 
@@ -580,6 +581,49 @@ class Flips:
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class OtherScope:
+    """For information only: how a run that has no baseline of its own compares with another
+    model's baseline of the same set and grader (README, "Baselines and regressions"). Never a
+    verdict: a run on another model is not compared."""
+
+    run_id: str
+    provider: str
+    model: str
+    reported_model: str
+    grader: str
+    source: str  # file | db: where that baseline came from
+    pass_rate_delta: float  # this run minus that baseline
+    mean_score_delta: float
+
+    def as_dict(self) -> dict[str, JsonValue]:
+        return {
+            "note": "another model's (or provider instance's) baseline: for information only, not a verdict",
+            "run_id": self.run_id,
+            "provider": self.provider,
+            "model": self.model,
+            "reported_model": self.reported_model,
+            "grader": self.grader,
+            "source": self.source,
+            "pass_rate_delta": self.pass_rate_delta,
+            "mean_score_delta": self.mean_score_delta,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> OtherScope:
+        return cls(
+            run_id=data["run_id"],
+            provider=data["provider"],
+            model=data["model"],
+            reported_model=data["reported_model"],
+            grader=data["grader"],
+            source=data["source"],
+            pass_rate_delta=data["pass_rate_delta"],
+            mean_score_delta=data["mean_score_delta"],
+        )
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class BaselineEntry:
     """One accepted baseline in a set's baseline file: a scope and what its run measured."""
 
@@ -634,6 +678,10 @@ class Comparison:
     baseline_source: str | None = None  # file | db: where the baseline came from (DESIGN 5.2)
     baseline_file: str | None = None  # the baseline file's path, when the source is a file
     flips: Flips | None = None  # per-prompt flips against the baseline (DESIGN 5.7)
+    # how a regression under --significance was decided: "significant" (the paired test found
+    # it), "undecided" (the test could not decide: the tolerance verdict stands) or "untested"
+    gate_basis: str | None = None
+    other_scope: OtherScope | None = None  # another model's baseline, for information (not compared)
 
     def as_dict(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
@@ -655,6 +703,10 @@ class Comparison:
             out["baseline_file"] = self.baseline_file
         if self.flips is not None:
             out["flips"] = self.flips.as_dict()
+        if self.gate_basis is not None:
+            out["gate_basis"] = self.gate_basis
+        if self.other_scope is not None:
+            out["other_scope"] = self.other_scope.as_dict()
         return out
 
     @classmethod
@@ -674,6 +726,8 @@ class Comparison:
             baseline_source=data.get("baseline_source"),
             baseline_file=data.get("baseline_file"),
             flips=Flips.from_dict(flips) if isinstance(flips := data.get("flips"), Mapping) else None,
+            gate_basis=data.get("gate_basis"),
+            other_scope=OtherScope.from_dict(other) if isinstance(other := data.get("other_scope"), Mapping) else None,
         )
 
 

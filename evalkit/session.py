@@ -28,12 +28,14 @@ from evalkit.compare import (
     not_comparable_reason,
     paired_test,
     per_item,
+    with_other_scope,
 )
 from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
 from evalkit.errors import InputError, RunsNotStored, StoreError
 from evalkit.protocols import Grader
 from evalkit.providers import ProviderPool, caches_answers, check_provider, default_alias, endpoint_identity
 from evalkit.records import (
+    BaselineEntry,
     BaselineFile,
     Comparison,
     Gate,
@@ -431,6 +433,10 @@ def _compare_and_save(plan: RunPlan, store: Any, run: RunResult) -> RunResult:
     missing = _scope_missing(plan, run) if comparison.state == "baseline" else None
     if missing is not None:  # a committed baseline exists, just not for what answered: say so, never pass
         comparison = Comparison("not_compared", f"Not compared: {missing}.")
+    if comparison.state == "baseline" or missing is not None:
+        other = _other_baseline(plan, store, run)
+        if other is not None:  # another model's baseline: numbers for information, the verdict stands
+            comparison = with_other_scope(comparison, run, *other)
     run = _gated(plan, replace(run, comparison=comparison))
     save_run(store, run, plan.config.privacy, __version__, run.gate)
     return run
@@ -458,18 +464,7 @@ def _baseline(plan: RunPlan, store: Any, run: RunResult) -> BaselineRun | None:
     baseline_file = plan.baselines.get(run.set_id)
     entry = baseline_file.entry_for(gen.provider, gen.model, gen.reported_model, run.grader) if baseline_file else None
     if baseline_file is not None and entry is not None:
-        return BaselineRun(
-            run_id=entry.run_id,
-            pass_rate=entry.pass_rate,
-            mean_score=entry.mean_score,
-            passed_count=entry.passed_count,
-            item_count=entry.prompt_count * entry.repeats,
-            set_fingerprint=entry.set_fingerprint,
-            source="file",
-            file=_shown_path(baseline_file.path),
-            items=entry.items,
-            repeats=entry.repeats,
-        )
+        return _file_baseline(baseline_file, entry)
     row = find_baseline(
         store,
         set_id=run.set_id,
@@ -482,6 +477,47 @@ def _baseline(plan: RunPlan, store: Any, run: RunResult) -> BaselineRun | None:
         return None
     outcomes = item_outcomes(store, row["run_id"])
     return BaselineRun(**row, items=per_item(outcomes) if outcomes else None)
+
+
+def _file_baseline(baseline_file: BaselineFile, entry: BaselineEntry) -> BaselineRun:
+    return BaselineRun(
+        run_id=entry.run_id,
+        pass_rate=entry.pass_rate,
+        mean_score=entry.mean_score,
+        passed_count=entry.passed_count,
+        item_count=entry.prompt_count * entry.repeats,
+        set_fingerprint=entry.set_fingerprint,
+        source="file",
+        file=_shown_path(baseline_file.path),
+        items=entry.items,
+        repeats=entry.repeats,
+    )
+
+
+def _other_baseline(plan: RunPlan, store: Any, run: RunResult) -> tuple[BaselineRun, tuple[str, ...]] | None:
+    """Another model's baseline of the run's set and grader, with its scope: the newest accepted
+    entry of the set's baseline file, else the newest such run in the database (README,
+    "Baselines and regressions")."""
+    from evalkit.store import find_other_baseline, item_outcomes
+
+    gen = run.generator
+    if gen is None or not gen.reported_model:
+        return None
+    own = (gen.provider, gen.model, gen.reported_model, run.grader)
+    baseline_file = plan.baselines.get(run.set_id)
+    entries = [e for e in baseline_file.entries if e.grader == run.grader and e.scope != own] if baseline_file else []
+    if baseline_file is not None and entries:
+        entry = max(entries, key=lambda e: e.accepted_at)
+        return _file_baseline(baseline_file, entry), entry.scope
+    row = find_other_baseline(
+        store, set_id=run.set_id, provider=gen.provider, model=gen.model, reported_model=gen.reported_model,
+        grader=run.grader,
+    )  # fmt: skip
+    if row is None:
+        return None
+    scope = (row.pop("provider"), row.pop("model"), row.pop("reported_model"), run.grader)
+    outcomes = item_outcomes(store, row["run_id"])
+    return BaselineRun(**row, items=per_item(outcomes) if outcomes else None), scope
 
 
 def _scope_missing(plan: RunPlan, run: RunResult) -> str | None:

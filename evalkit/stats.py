@@ -263,3 +263,18 @@ def bootstrap_mean_ci(
     everything = np.concatenate(means)
     alpha = (1 - confidence) / 2
     return Interval(float(np.quantile(everything, alpha)), float(np.quantile(everything, 1 - alpha)))
+
+
+def prompts_needed(drop: float, pass_rate: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """How many prompts a set needs for a true pass-rate drop of ``drop`` to be found with
+    ``power`` by a one-sided test at ``alpha``: the normal approximation for two proportions,
+    n = (z[1-alpha] + z[power])² · 2p(1-p) / drop², each answer taken as a fresh coin flip at the
+    pass rate p (the worst case: answers that repeat themselves need fewer). p is kept within
+    0.1..0.9, since a set that all passes now can still vary (README, "Choosing a gate")."""
+    from statistics import NormalDist
+
+    if drop <= 0:
+        raise ValueError("drop must be above 0")
+    p = min(max(pass_rate, 0.1), 0.9)
+    z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(power)
+    return math.ceil(z * z * 2 * p * (1 - p) / (drop * drop))

@@ -75,3 +75,11 @@ def test_grading_ops_bench_smoke() -> None:
     out = run("bench/bench_grading_ops.py", "--n", "48", "--top", "5")
     assert "Python opcodes" in out
     assert "`grade_assertions (deterministic.py)`" in out
+
+
+@pytest.mark.slow
+def test_gate_power_bench_smoke() -> None:
+    out = run("bench/bench_gate_power.py", "--sizes", "20", "--drops", "0,0.5", "--trials", "4")
+    assert "| prompts | gate | no drop (false alarms) | 50 pp drop |" in out
+    assert "| 20 | tolerance 0 + --significance 0.05 |" in out
+    assert '"trials": 4' in out

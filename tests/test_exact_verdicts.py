@@ -17,6 +17,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -39,7 +40,7 @@ from evalkit.compare import (
     paired_test,
     per_item,
 )
-from evalkit.records import Gate, ItemResult, RetrievalTolerances, RunResult, Tolerances
+from evalkit.records import Comparison, Gate, ItemResult, RetrievalTolerances, RunResult, Tolerances
 from evalkit.report.summary import repeat_summary
 from evalkit.store import Store, save_run
 from tests.conftest import REPO, write, wrong_answers
@@ -258,6 +259,53 @@ def test_cli_four_of_five_lost_cannot_be_decided_and_fails_the_gate(cli: Any, sm
     assert "The paired test cannot decide at 0.05 (pass rate: with 4 items changed" in flat
     assert "so the tolerance verdict stands." in flat
     assert "Not a regression" not in flat
+
+
+def test_the_gate_failure_says_a_regression_was_found_significant() -> None:
+    before, after = passes([True] * 5), passes([False] * 5)
+    verdict = judged(before, after)
+    assert verdict.gate_basis == "significant"
+    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True)["failures"]
+    assert failures == [
+        f"regression against the baseline (run {before.run_id}): significant at 0.05 (one-sided paired test)"
+    ]
+
+
+def test_the_gate_failure_says_the_tolerance_decided_when_the_test_cannot() -> None:
+    before, after = passes([True] * 5), passes([False] * 4 + [True])
+    verdict = judged(before, after)
+    assert (verdict.regressed, verdict.gate_basis) == (True, "undecided")
+    assert Comparison.from_dict(verdict.as_dict()).gate_basis == "undecided"  # kept in the stored run
+    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True)["failures"]
+    assert failures == [
+        f"regression against the baseline (run {before.run_id}): decided by the tolerance, since the paired test "
+        "cannot decide at 0.05 (too few changed items), not found significant"
+    ]
+
+
+def test_without_significance_the_gate_failure_names_no_test() -> None:
+    before, after = passes([True] * 5), passes([False] * 5)
+    verdict = compare_run(after, kept(before), after.tolerances)
+    assert verdict.gate_basis is None
+    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True)["failures"]
+    assert failures == [f"regression against the baseline (run {before.run_id})"]
+
+
+def test_cli_the_gate_says_how_it_decided_in_json_markdown_and_junit(
+    cli: Any, small_gate: FakeServer, isolated: Path
+) -> None:
+    args = ("run", "sets/small.yaml", "--no-cache", "--fail-on-regression", "--significance", "0.05")
+    assert cli(*args).exit_code == 0
+    small_gate.wrong = {0, 1, 2, 3}  # type: ignore[attr-defined]
+    result = cli(*args, "--format", "json", "--junit", "out.xml", "--markdown", "out.md")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    said = "decided by the tolerance, since the paired test cannot decide at 0.05 (too few changed items)"
+    assert doc["comparison"]["gate_basis"] == "undecided"
+    assert len(doc["gate"]["failures"]) == 1
+    assert said in doc["gate"]["failures"][0]
+    assert said in " ".join((isolated / "out.md").read_text(encoding="utf-8").split())
+    assert said in (isolated / "out.xml").read_text(encoding="utf-8")
 
 
 # -- 20: exact verdicts and the digits that explain them -----------------------------------------
@@ -511,7 +559,7 @@ def test_compare_of_five_unchanged_items_prints_no_zero_width_interval(cli: Any,
             save_run(store, run, "metadata", "test")
     result = cli("compare", first.run_id, second.run_id)
     assert result.exit_code == 0, result.stderr
-    assert "pass rate +0.0 pp (no paired item changed), p = 1.000" in result.stdout
+    assert "pass rate +0.0 pp (no paired item changed), two-sided p = 1.000" in result.stdout
     assert "mean score +0.000 (no paired item changed)" in result.stdout
     assert "95% CI" not in result.stdout
 
@@ -520,7 +568,7 @@ def test_an_interval_of_items_that_all_changed_alike_is_not_printed_as_one() -> 
     test = paired_test(outcomes_of(passes([True] * 5)), outcomes_of(passes([False] * 5)))
     assert test.pass_rate_ci == (-1.0, -1.0)
     assert test.describe() == (
-        "pass rate -100.0 pp (every paired item changed by the same amount: no interval), p = 0.062"
+        "pass rate -100.0 pp (every paired item changed by the same amount: no interval), two-sided p = 0.062"
     )
     spread = paired_test(outcomes_of(passes([True] * 5)), outcomes_of(passes([False] * 2 + [True] * 3)))
     assert "(95% CI -" in spread.describe()

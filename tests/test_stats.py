@@ -197,7 +197,9 @@ def test_paired_test_pairs_only_common_items() -> None:
     assert test.pass_rate_ci == (ci.low, ci.high)
     assert test.pass_rate_ci[0] < -10 / 60 < test.pass_rate_ci[1]
     assert paired_test(first, second) == test  # seeded
-    assert test.describe() == (f"pass rate -16.7 pp (95% CI {ci.low * 100:+.1f} … {ci.high * 100:+.1f}), p = 0.031")
+    assert test.describe() == (
+        f"pass rate -16.7 pp (95% CI {ci.low * 100:+.1f} … {ci.high * 100:+.1f}), two-sided p = 0.031"
+    )
 
 
 def test_paired_test_with_repeats_uses_the_sign_flip_test() -> None:
@@ -340,3 +342,17 @@ def test_a_significant_mean_score_drop_stays_a_regression() -> None:
     comparison = compare_run(current, stored, current.tolerances, paired, significance=0.05)
     assert comparison.regressed
     assert not gate_passed(comparison, fail_on_regression=True)
+
+
+@pytest.mark.parametrize(("drop", "rate", "expected"), [(0.1, 0.8, 198), (0.1, 0.5, 310), (0.05, 0.8, 792)])
+def test_prompts_needed_is_the_two_proportion_power_formula(drop: float, rate: float, expected: int) -> None:
+    z = scipy.stats.norm.ppf(0.95) + scipy.stats.norm.ppf(0.8)
+    assert math.ceil(z**2 * 2 * rate * (1 - rate) / drop**2) == expected
+    assert stats.prompts_needed(drop, rate) == expected
+
+
+def test_prompts_needed_keeps_the_pass_rate_off_zero_and_one() -> None:
+    assert stats.prompts_needed(0.1, 1.0) == stats.prompts_needed(0.1, 0.9) == 112
+    assert stats.prompts_needed(0.1, 0.0) == 112
+    with pytest.raises(ValueError, match="above 0"):
+        stats.prompts_needed(0, 0.5)

@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--significance", type=float, metavar="ALPHA",
-    help="With --fail-on-regression, fail only on a drop beyond the tolerance that is also significant at ALPHA.",
+    help="With --fail-on-regression, a drop beyond the tolerance fails when the paired test finds it significant at "
+    "ALPHA, or cannot decide (too few changed items: the tolerance verdict stands).",
 )  # fmt: skip
 @db_option
 @config_option
@@ -131,6 +132,8 @@ def run_command(
             write_output(Path(html_file), api.html_report(cfg, db=plan.db, runs=exc.runs), stored_note="")
         raise
     warn_fallbacks(runs)
+    if fail_on_regression:
+        note_gate_power(runs)
     try:
         emit(runs, outputs)
         if html_file:  # these runs, with the history of their sets when they were stored
@@ -153,6 +156,20 @@ def say_errored(runs: Sequence[Any]) -> None:
         f"Error: {errored} of {total} item{'' if total == 1 else 's'} errored ({where}); each item's error says why",
         err=True,
     )
+
+
+def note_gate_power(runs: Sequence[Any]) -> None:
+    """One stderr line per set too small for its regression gate to catch the drop its
+    tolerance allows (said once, however many providers ran it)."""
+    from evalkit.compare import power_note
+
+    first: dict[str, Any] = {}
+    for run in runs:
+        first.setdefault(run.set_id, run)
+    for run in first.values():
+        note = power_note(run)
+        if note is not None:
+            click.echo(printable(note), err=True)
 
 
 def announce(plan: Any) -> None:

@@ -73,6 +73,7 @@ def comparison_lines(result: Any) -> list[str]:
     lines = [
         f"Paired items: {test.paired} ({test.only_first} only in the first run, {test.only_second} only in the second)",
         f"{test.describe()} ({test.test}: {test.lost} pass->fail, {test.gained} fail->pass)",
+        f"pass rate {test.describe(one_sided=True).rpartition(', ')[2]} of a drop (what run --significance gates on)",
         f"mean score {test.mean_score_delta:+.3f} ({test.score_interval()})",
         f"Whole runs: pass rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
         f"mean score {first['mean_score']:.3f} -> {second['mean_score']:.3f}",

@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +191,6 @@ def tolerance_issues(
 def build_prompt_set(doc: Document, path: Path, prepared: Prepared) -> PromptSet:
     """The record for a document that passed every check."""
     data = doc.data
-    tol = data.get("tolerances", {})
     gate = data.get("gate", {})
     defaults = Tolerances()
     return PromptSet(
@@ -202,11 +202,25 @@ def build_prompt_set(doc: Document, path: Path, prepared: Prepared) -> PromptSet
         system=prepared.system,
         params=dict(data.get("params", {})),
         tolerances=Tolerances(
-            max_pass_rate_drop=parse_tolerance(tol.get("max_pass_rate_drop", defaults.max_pass_rate_drop)),
-            max_mean_score_drop=parse_tolerance(tol.get("max_mean_score_drop", defaults.max_mean_score_drop)),
+            max_pass_rate_drop=written_tolerance(doc, "tolerances", "max_pass_rate_drop", defaults.max_pass_rate_drop),
+            max_mean_score_drop=written_tolerance(
+                doc, "tolerances", "max_mean_score_drop", defaults.max_mean_score_drop
+            ),
         ),
         gate=Gate(
-            min_pass_rate=parse_tolerance(gate["min_pass_rate"]) if "min_pass_rate" in gate else None,
-            min_mean_score=parse_tolerance(gate["min_mean_score"]) if "min_mean_score" in gate else None,
+            min_pass_rate=written_tolerance(doc, "gate", "min_pass_rate", None) if "min_pass_rate" in gate else None,
+            min_mean_score=written_tolerance(doc, "gate", "min_mean_score", None) if "min_mean_score" in gate else None,
         ),
     )
+
+
+def written_tolerance(doc: Document, section: str, name: str, default: Decimal | None) -> Decimal:
+    """A tolerance (or gate minimum) of the set as the decimal written in the file, as the same
+    text on the command line is read: ``0.10000000000000000001`` is not rounded through a float
+    (README, "Baselines and regressions")."""
+    values = doc.data.get(section, {})
+    if name not in values:
+        assert default is not None
+        return default
+    text = doc.float_text(section, name)
+    return parse_tolerance(text if text is not None else values[name])

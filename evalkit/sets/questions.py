@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalkit.errors import Issue
-from evalkit.records import Question, QuestionSet, RetrievalTolerances, parse_tolerance
-from evalkit.sets.prompts import tolerance_issues
+from evalkit.records import Question, QuestionSet, RetrievalTolerances
+from evalkit.sets.prompts import tolerance_issues, written_tolerance
 from evalkit.sets.yamldoc import Document, duplicate_ids
 
 
@@ -29,7 +29,6 @@ def build_question_set(doc: Document, path: Path) -> QuestionSet:
         )
         for q in data["questions"]
     )
-    tol = data.get("tolerances", {})
     defaults = RetrievalTolerances()
     corpus = data.get("corpus")
     return QuestionSet(
@@ -41,7 +40,7 @@ def build_question_set(doc: Document, path: Path) -> QuestionSet:
         corpus=(path.parent / corpus) if corpus else None,
         corpus_line=doc.position(("corpus",))[0] if corpus else 0,
         tolerances=RetrievalTolerances(
-            max_top1_drop=parse_tolerance(tol.get("max_top1_drop", defaults.max_top1_drop)),
-            max_top3_drop=parse_tolerance(tol.get("max_top3_drop", defaults.max_top3_drop)),
+            max_top1_drop=written_tolerance(doc, "tolerances", "max_top1_drop", defaults.max_top1_drop),
+            max_top3_drop=written_tolerance(doc, "tolerances", "max_top3_drop", defaults.max_top3_drop),
         ),
     )

@@ -51,6 +51,7 @@ class Document:
     text: str | None = field(default=None, repr=False, compare=False)
     _composed: list[Any] = field(default_factory=list, repr=False, compare=False)
     _positions: list[Document] = field(default_factory=list, repr=False, compare=False)
+    floats: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def nodes(self) -> Any:
@@ -76,6 +77,22 @@ class Document:
             last = depth == len(path) - 1
             mark = key_node.start_mark if key and last and key_node is not None else node.start_mark
         return mark.line + 1, mark.column + 1
+
+    def float_text(self, section: str, name: str) -> str | None:
+        """The text of the number at ``section.name`` as written in the file (``0.1000000000000000055``)
+        when it is a float; None otherwise. A float rounds a long decimal, so a tolerance is read
+        from this text instead (README, "Baselines and regressions"). The fast path keeps the text
+        of the floats two levels down; a document read on the full path looks in its node graph."""
+        if self.tree is None:
+            return self.floats.get((section, name))
+        from ruamel.yaml.nodes import ScalarNode
+
+        found = _child(self.tree, section)
+        found = _child(found[1], name) if found is not None else None
+        node = found[1] if found is not None else None
+        if isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:float":
+            return str(node.value)
+        return None
 
     def locate(self, path: Sequence[PathPart]) -> Location:
         """Where ``path`` is, worked out when shown; every Location of a document shares one copy
@@ -224,12 +241,13 @@ def _compose(text: str) -> Any:
 def parse_document(text: str, file: str) -> Document:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    floats: dict[tuple[str, str], str] = {}
     try:
-        fast = _fast_data(text)
+        fast = _fast_data(text, floats)
     except (MarkedYAMLError, YAMLError, RecursionError, ValueError):  # ValueError: int('9' * 5000)
         fast = _SLOW  # the full path below says what is wrong, and where
     if fast is not _SLOW:
-        return Document(file, fast, None, text)
+        return Document(file, fast, None, text, floats=floats)
     return _parse_slowly(text, file)
 
 
@@ -293,13 +311,14 @@ _PLAIN_TYPES = tuple(
 _TYPED_STARTS = frozenset().union(*(starts for _, _, starts in _PLAIN_TYPES))
 
 
-def _fast_data(text: str) -> Any:
+def _fast_data(text: str, floats: dict[tuple[str, str], str] | None = None) -> Any:
     """The plain data of ``text`` built straight from libyaml's events, or ``_SLOW`` when the
     document has anything but plain mappings, lists and scalars: anchors and aliases (the alias
     bomb check), tags, merge keys, keys that are not strings or repeat, nesting deeper than
     MAX_DEPTH, several documents, directives, surrogate escapes. Those take the full path (node
     graph, checks, ruamel's constructor), so both paths give the same data for what this one takes.
-    A 20,000-prompt set: ~7 s composing and constructing, ~1.5 s here."""
+    A 20,000-prompt set: ~7 s composing and constructing, ~1.5 s here. ``floats`` gets the text
+    of each float two levels down (``Document.float_text``)."""
     from ruamel.yaml.docinfo import DocInfo, version
 
     yaml = _yaml()
@@ -309,12 +328,12 @@ def _fast_data(text: str) -> Any:
     yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
     _, parser = yaml.get_constructor_parser(text)
     try:
-        return _built(parser.get_event)
+        return _built(parser.get_event, {} if floats is None else floats)
     finally:
         parser.dispose()
 
 
-def _built(next_event: Any) -> Any:
+def _built(next_event: Any, floats: dict[tuple[str, str], str]) -> Any:
     """``_fast_data``'s loop over the parser's events (taken one by one: ruamel's ``parse``
     generator asks check_event before each, which costs as much again)."""
     from ruamel.yaml.events import (
@@ -344,6 +363,8 @@ def _built(next_event: Any) -> Any:
             # (a plain scalar's style is "" from libyaml's parser and None from the pure one)
             if not event.style and event.implicit[0] and (not value or value[0] in _TYPED_STARTS):
                 value = _resolve_plain(value)
+                if type(value) is float and len(stack) == 2 and type(stack[0]) is type(stack[1]) is _Mapping:
+                    floats[(stack[0].key, stack[1].key)] = event.value
             if type(value) is str and not value.isascii() and _SURROGATE.search(value):
                 return _SLOW
         elif kind is MappingStartEvent or kind is SequenceStartEvent:

@@ -6,6 +6,7 @@ duckdb is imported only inside this package, and only when a database is opened.
 from evalkit.store.cache import StoreCache, clear_cache, prune_cache
 from evalkit.store.queries import (
     find_baseline,
+    find_other_baseline,
     history,
     instance_quality,
     item_outcomes,
@@ -26,6 +27,7 @@ __all__ = [
     "as_kept",
     "clear_cache",
     "find_baseline",
+    "find_other_baseline",
     "history",
     "instance_quality",
     "item_outcomes",

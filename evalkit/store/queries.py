@@ -13,6 +13,9 @@ HISTORY_COLUMNS = (
 )  # fmt: skip
 
 
+BASELINE_COLUMNS = ("run_id", "pass_rate", "mean_score", "passed_count", "item_count", "set_fingerprint")
+
+
 def find_baseline(
     store: Store, *, set_id: str, provider: str, model: str, reported_model: str, grader: str
 ) -> dict[str, Any] | None:
@@ -33,7 +36,33 @@ def find_baseline(
     row = cursor.fetchone()
     if row is None:
         return None
-    names = ("run_id", "pass_rate", "mean_score", "passed_count", "item_count", "set_fingerprint")
+    return dict(zip(BASELINE_COLUMNS, row, strict=True))
+
+
+def find_other_baseline(
+    store: Store, *, set_id: str, provider: str, model: str, reported_model: str, grader: str
+) -> dict[str, Any] | None:
+    """The newest run that would be a baseline (as ``find_baseline`` picks one) of the same set and
+    grader in another scope (another instance, alias or reported model): for an informational
+    delta when a run has no baseline of its own scope."""
+    cursor = store.con.execute(
+        """
+        select run_id, pass_rate, mean_score, passed_count, item_count, set_fingerprint,
+               provider, model, reported_model
+        from runs
+        where kind = 'prompts' and set_id = $1 and grader = $5
+          and (provider, model, reported_model) is distinct from ($2, $3, $4)
+          and generator_provenance is not null and error_count = 0
+          and (regressed is not true or accepted_at is not null)
+        order by started_at desc, run_id desc
+        limit 1
+        """,
+        [set_id, provider, model, reported_model, grader],
+    )
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    names = (*BASELINE_COLUMNS, "provider", "model", "reported_model")
     return dict(zip(names, row, strict=True))
 
 

@@ -105,11 +105,13 @@ def test_table_reports_pairing_flips_and_the_paired_test(cli: Any, pair: tuple[R
     p = scipy.stats.binomtest(1, 3, 0.5).pvalue  # 2 pass->fail, 1 fail->pass
     assert p == 1.0
     assert lines[3] == (
-        f"pass rate -10.0 pp ({ci_text(PASS_DIFF, 100, '+.1f')}), p = 1.000 (McNemar exact: 2 pass->fail, 1 fail->pass)"
+        f"pass rate -10.0 pp ({ci_text(PASS_DIFF, 100, '+.1f')}), two-sided p = 1.000 (McNemar exact: 2 pass->fail, "
+        "1 fail->pass)"
     )
-    assert lines[4] == f"mean score -0.050 ({ci_text(SCORE_DIFF, 1, '+.3f')})"
+    assert lines[4] == "pass rate one-sided p = 0.500 of a drop (what run --significance gates on)"
+    assert lines[5] == f"mean score -0.050 ({ci_text(SCORE_DIFF, 1, '+.3f')})"
     # whole runs include the unpaired items: 9/11 -> 7/11, scores 9/11 -> 7.5/11
-    assert lines[5] == "Whole runs: pass rate 81.8% -> 63.6%, mean score 0.818 -> 0.682"
+    assert lines[6] == "Whole runs: pass rate 81.8% -> 63.6%, mean score 0.818 -> 0.682"
     assert "Items that changed" in result.stdout
     assert table_rows(result.stdout) == [
         ["p5", "pass", "fail", "-1.000"],
@@ -134,7 +136,11 @@ def test_a_significant_drop_is_printed_like_the_issue_example(cli: Any, db_file:
 
     result = cli("compare", first.run_id, second.run_id)
     assert result.exit_code == 0
-    assert f"pass rate -12.0 pp ({ci_text(differences, 100, '+.1f')}), p = 0.008" in result.stdout
+    assert f"pass rate -12.0 pp ({ci_text(differences, 100, '+.1f')}), two-sided p = 0.008" in result.stdout
+    # the gate's one-sided p beside it, each labelled (15 of the 18 changed items lost)
+    one_sided = scipy.stats.binomtest(15, 18, 0.5, alternative="greater").pvalue
+    assert f"{one_sided:.3f}" == "0.004"
+    assert "pass rate one-sided p = 0.004 of a drop (what run --significance gates on)" in result.stdout
     assert "Paired items: 100 (0 only in the first run, 0 only in the second)" in result.stdout
 
 
@@ -193,8 +199,9 @@ def test_identical_runs_change_nothing(cli: Any, db_file: Path) -> None:
     store_runs(db_file, first, second)
     result = cli("compare", first.run_id, second.run_id)
     assert result.exit_code == 0
-    assert "pass rate +0.0 pp (no paired item changed), p = 1.000 (McNemar exact: 0 pass->fail, 0 fail->pass)" in (
-        result.stdout
+    assert (
+        "pass rate +0.0 pp (no paired item changed), two-sided p = 1.000 (McNemar exact: 0 pass->fail, 0 fail->pass)"
+        in (result.stdout)
     )
     assert "mean score +0.000 (no paired item changed)" in result.stdout
     assert "95% CI" not in result.stdout  # a bootstrap over unchanged items is a point, no interval

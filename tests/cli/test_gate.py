@@ -225,3 +225,30 @@ def test_unknown_grader_is_refused(cli, project: FakeServer, db_file: Path) -> N
         assert "deterministic, decision" in result.stderr
     assert project.calls == 0
     assert stored_runs(db_file) == 0
+
+
+POWER_NOTE = (
+    "Note: gate.ten: 10 prompts are too few for the gate to tell a 10.0 pp pass-rate drop (its tolerance) from "
+    "noise: at a pass rate of 100% that takes about 112 prompts (80% of such drops found at one-sided 5%; README, "
+    '"Choosing a gate")'
+)
+
+
+@pytest.mark.slow
+def test_the_gate_says_once_when_the_set_is_too_small_for_its_tolerance(
+    cli, project: FakeServer, isolated: Path
+) -> None:
+    config = isolated / "evalkit.yaml"  # two instances at once: retry a connection the fake server drops
+    config.write_text(config.read_text().replace("max_retries: 0", "max_retries: 2"))
+    result = cli("run", "sets/ten.yaml", "--fail-on-regression", "--provider", "fake", "--provider", "fake2")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("Note: gate.ten:") == 1
+    assert POWER_NOTE in " ".join(result.stderr.split())
+
+
+def test_no_power_note_when_the_set_can_tell_its_tolerance_or_no_gate_was_asked(cli, project: FakeServer) -> None:
+    wide = cli("run", "sets/ten.yaml", "--fail-on-regression", "--max-pass-rate-drop", "0.5")
+    assert wide.exit_code == 0
+    assert "Note: gate.ten:" not in wide.stderr  # 10 prompts tell a 50 pp drop: 5 are enough
+    ungated = cli("run", "sets/ten.yaml")
+    assert "Note: gate.ten:" not in ungated.stderr

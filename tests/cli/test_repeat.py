@@ -249,7 +249,10 @@ def test_a_significant_drop_fails_the_gate(cli: Any, gate_project: FakeServer) -
     assert comparison["reason"].endswith(
         "Significant at 0.05 (pass rate one-sided p = 0.004; mean score one-sided p = 0.004)."
     )
-    assert doc["gate"]["failures"] == [f"regression against the baseline (run {comparison['baseline_run_id']})"]
+    assert doc["gate"]["failures"] == [
+        f"regression against the baseline (run {comparison['baseline_run_id']}): significant at 0.05 "
+        "(one-sided paired test)"
+    ]
 
 
 @pytest.mark.slow

@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from evalkit.errors import Issue, SetError
-from evalkit.records import Assertion, Prompt, PromptSet, Question, QuestionSet, RetrievalTolerances, Tolerances
+from evalkit.records import (
+    Assertion,
+    Prompt,
+    PromptSet,
+    Question,
+    QuestionSet,
+    RetrievalTolerances,
+    Tolerances,
+    parse_tolerance,
+)
 from evalkit.sets import load_set
 from tests.conftest import REPO
 
@@ -142,6 +151,47 @@ def test_tolerance_edge_values_are_accepted(write_file, written: str, expected: 
     assert loaded.tolerances.max_pass_rate_drop == expected
     assert loaded.tolerances.max_mean_score_drop == expected
     assert not loaded.tolerances.max_pass_rate_drop.is_signed()
+
+
+LONG = "0.09999999999999999999"  # 20 significant digits: a binary float reads it as 0.1
+
+
+@pytest.mark.parametrize("anchored", [False, True], ids=["fast path", "node graph"])
+def test_tolerances_and_minimums_are_read_as_the_decimals_written(write_file, anchored: bool) -> None:
+    """As the command line reads ``--max-pass-rate-drop 0.09999999999999999999``: not rounded
+    through a float to 0.1 (which would accept a drop of exactly 1/10 that the option fails)."""
+    path = write_file(
+        "long.yaml",
+        f"""
+        id: long
+        name: Long tolerances
+        tolerances: {{max_pass_rate_drop: {LONG}, max_mean_score_drop: 1.00000000000000000000}}
+        gate: {{min_pass_rate: {LONG}, min_mean_score: 0.5}}
+        prompts: [{{id: a, prompt: {"&p " if anchored else ""}Hi, assertions: [{{contains: hi}}]}}]
+        """,
+    )
+    loaded = load_set(path)
+    assert isinstance(loaded, PromptSet)
+    assert loaded.tolerances == Tolerances(Decimal(LONG), Decimal(1))
+    assert loaded.tolerances.max_pass_rate_drop == parse_tolerance(LONG)
+    assert (loaded.gate.min_pass_rate, loaded.gate.min_mean_score) == (Decimal(LONG), Decimal("0.5"))
+
+
+def test_question_set_tolerances_are_read_as_the_decimals_written(write_file) -> None:
+    path = write_file(
+        "questions.yaml",
+        f"""
+        id: q
+        name: Questions
+        corpus: docs.jsonl
+        tolerances: {{max_top1_drop: {LONG}}}
+        questions: [{{id: a, question: Where?, form: match, expected: [d1]}}]
+        """,
+    )
+    write_file("docs.jsonl", '{"id": "d1", "text": "here"}\n')
+    loaded = load_set(path)
+    assert isinstance(loaded, QuestionSet)
+    assert loaded.tolerances == RetrievalTolerances(Decimal(LONG), Decimal("0.1"))
 
 
 def test_set_error_carries_located_issues() -> None:
