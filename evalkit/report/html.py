@@ -23,6 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from evalkit.records import tool_calls_of
+from evalkit.report.toolcalls import calls_line
+
 HERE = Path(__file__).resolve().parent
 # C0 and C1 controls but tab and newline, DEL, and the bidirectional and zero-width formatting marks
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
@@ -127,7 +130,7 @@ def item_rows(latest: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for item in latest.get("items") or []:
         status = "error" if item.get("error") else ("pass" if item.get("passed") else "fail")
-        rows.append({**item, "status": status})
+        rows.append({**item, "status": status, "tools": calls_line(tool_calls_of(item.get("tool_calls")))})
     return rows
 
 

@@ -16,6 +16,7 @@ from rich.text import Text as RichText
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
 from evalkit.report.text import clip, comparison_lines, instance, percent, printable, sparkline
+from evalkit.report.toolcalls import calls_line
 
 MAX_LISTED = 100
 
@@ -85,6 +86,8 @@ def _item_table(run: RunResult) -> tuple[Table, int]:
         reason = Text(clip(item.reason, 200))
         if not item.passed and not item.errored and item.response is not None:
             reason.append(f"\nanswer: {clip(item.response, 200)}", style="dim")
+        if item.tool_calls:
+            reason.append(f"\n{calls_line(item.tool_calls)}", style="dim")
         table.add_row(item.id, result, f"{item.score:.2f}", latency, reason)
     return table, hidden
 
