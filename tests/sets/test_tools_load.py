@@ -4,6 +4,7 @@ of what is sent (the request, the set fingerprint)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from evalkit.runner import build_request, set_fingerprint
@@ -105,3 +106,15 @@ def test_a_bad_tool_choice_a_duplicate_tool_and_valid_tool_calls_without_tools(c
         "s.yaml:7:31: prompts[0].tools[1].name: tool 's' is declared twice; keep one",
         "s.yaml:11:18: prompts[1].assertions[0]: not_valid_tool_calls checks calls against the declared tools, and this call declares none; add tools:",
     ]
+
+
+def test_the_readme_example_loads(write_file: Any) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Tools and tool calls", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    loaded = load_set(write_file("readme.yaml", f"id: readme.tools\nname: README\n{example}"))
+    (prompt,) = loaded.prompts
+    assert [t["name"] for t in loaded.tools_for(prompt)] == ["search"]
+    assert [a.type for a in prompt.assertions] == [
+        "tool_called", "tool_sequence", "valid_tool_calls", "tool_call_f1", "not_tool_called",
+    ]  # fmt: skip
