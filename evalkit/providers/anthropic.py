@@ -73,7 +73,7 @@ class AnthropicProvider:
             elif name != "seed" and name not in RESERVED_PARAMS:  # no seed in the Messages API
                 payload[name] = value
         tools = [_tool(tool) for tool in request.tools]
-        if request.tool_choice is not None:
+        if tools and request.tool_choice is not None:  # a tool_choice without tools is refused
             payload["tool_choice"] = tool_choice(request.tool_choice)
         if request.response_schema is not None:  # structured output through a forced tool call
             schema = dict(request.response_schema)

@@ -66,10 +66,10 @@ class OpenAIProvider:
         if request.top_logprobs:
             payload["logprobs"] = True
             payload["top_logprobs"] = request.top_logprobs
-        if request.tools:
+        if request.tools:  # a tool_choice without tools is refused by the API: sent only with them
             payload["tools"] = [{"type": "function", "function": dict(tool)} for tool in request.tools]
-        if request.tool_choice is not None:
-            payload["tool_choice"] = tool_choice(request.tool_choice)
+            if request.tool_choice is not None:
+                payload["tool_choice"] = tool_choice(request.tool_choice)
         return payload
 
     async def complete(self, request: CompletionRequest) -> Completion:

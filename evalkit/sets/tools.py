@@ -16,7 +16,6 @@ from typing import Any
 from evalkit.assertions.compiling import compile_json_schema
 from evalkit.assertions.registry import AssertionValueError
 from evalkit.errors import Issue
-from evalkit.sets.cases import assertion_form
 from evalkit.sets.yamldoc import Document, PathPart
 
 Tools = tuple[Mapping[str, Any], ...]
@@ -95,16 +94,21 @@ def _choice_issues(
 
 
 def _assertion_issues(
-    doc: Document, path: tuple[PathPart, ...], fields: Mapping[str, Any], tools: Tools | Sequence[Any]
+    doc: Document, path: tuple[PathPart, ...], fields: Mapping[str, Any], tools: Sequence[Any]
 ) -> list[Issue]:
+    """``valid_tool_calls`` asked of a call that declares no tools (it could never hold)."""
     listed = fields.get("assertions")
     if tools or not isinstance(listed, list):
         return []
-    return [
-        doc.issue(
-            (*path, "assertions", k),
-            f"{form[0]} checks calls against the declared tools, and this call declares none; add tools:",
-        )
-        for k, item in enumerate(listed)
-        if (form := assertion_form(item)) is not None and form[0] in ("valid_tool_calls", "not_valid_tool_calls")
-    ]
+    issues: list[Issue] = []
+    for k, item in enumerate(listed):
+        if not isinstance(item, dict):
+            continue
+        name = next((n for n in _VALID_CALLS if n in item or item.get("type") == n), None)
+        if name is not None:
+            message = f"{name} checks calls against the declared tools, and this call declares none; add tools:"
+            issues.append(doc.issue((*path, "assertions", k), message))
+    return issues
+
+
+_VALID_CALLS = ("valid_tool_calls", "not_valid_tool_calls")
