@@ -4,6 +4,7 @@ and answers, and the completion cache replaying them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,30 @@ def test_an_application_gets_the_tools_and_its_calls_are_recorded(write_file: An
     assert acts.context == ["Refunds take 30 days.", "search", "search"]  # it was given the tools
     assert plain.error is not None
     assert "tool_calls[0] has no name" in plain.error
+
+
+def test_an_http_application_gets_the_tools_in_its_body_and_answers_with_calls(
+    fake_llm: FakeServer, write_file: Any
+) -> None:
+    write_file(
+        "evalkit.yaml",
+        f"""\
+        default_provider: app
+        providers:
+          - id: app
+            adapter: http
+            url: {fake_llm.url}/chat
+            body: {{question: "{{{{ prompt }}}}", tools: "{{{{ tools | tojson }}}}"}}
+            response: {{output: reply, tool_calls: actions, context: sources}}
+        """,
+    )
+    write_file("sets/tools.yaml", TOOL_SET)
+    fake_llm.handler = lambda r: Reply(
+        json={"reply": None, "actions": [{"name": "search", "arguments": '{"query": "refunds"}'}], "sources": "FAQ"}
+    )
+    acts, _ = run_set("sets/tools.yaml", store=False).items
+    assert acts.error is None
+    assert acts.tool_calls == (ToolCall("search", {"query": "refunds"}),)
+    assert acts.context == "FAQ"
+    sent = {r.json["question"]: json.loads(r.json["tools"]) for r in fake_llm.requests}
+    assert sent == {"Find the refund policy": [SEARCH], "Say hi": None}
