@@ -374,13 +374,22 @@ class ToolCall:
         return {"name": self.name, "arguments": self.arguments}
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def tool_arguments(value: JsonValue) -> JsonValue:
     """Arguments as recorded: a JSON text parsed (OpenAI sends them as a string), kept as sent
-    when it does not parse; anything else as it is."""
+    when it does not parse as strict JSON; any other value as it is, or as its text when it is
+    not JSON (NaN, an object of a function's own): a record must stay storable and printable."""
     if not isinstance(value, str):
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return str(value)
         return value
     try:
-        return json.loads(value)
+        return json.loads(value, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return value
 

@@ -121,6 +121,8 @@ def top_level(body: object) -> str:
 
 def _json(value: object) -> JsonValue:
     """``value`` kept as JSON (what a function returned may hold other Python objects)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # NaN is no JSON: it could be neither stored nor printed as such
     if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, Mapping):

@@ -192,3 +192,13 @@ def test_an_http_application_gets_the_tools_in_its_body_and_answers_with_calls(
     assert acts.context == "FAQ"
     sent = {r.json["question"]: json.loads(r.json["tools"]) for r in fake_llm.requests}
     assert sent == {"Find the refund policy": [SEARCH], "Say hi": None}
+
+
+def test_an_application_s_context_stays_json() -> None:
+    from evalkit.providers.app import app_completion
+    from evalkit.records import CompletionRequest, Message
+
+    request = CompletionRequest((Message("user", "q"),), "m")
+    answer = {"output": "a", "context": [{"score": float("nan")}, "doc"]}
+    completion = app_completion(answer, request, instance="fn", adapter="python", latency_ms=1.0)
+    assert completion.context == [{"score": "nan"}, "doc"]
