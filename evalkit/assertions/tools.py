@@ -145,7 +145,8 @@ def tool_sequence(value: Steps, response: str, context: Context) -> Outcome:
         return HELD
     want = " -> ".join(value.steps)
     how = "exactly" if value.exact else "in order"
-    return Outcome(False, 0.0, f"tool_sequence: expected {how} {want}; got {' -> '.join(names) or 'no tool calls'}")
+    got = " -> ".join(names[:20]) + (" -> ..." if len(names) > 20 else "")
+    return Outcome(False, 0.0, f"tool_sequence: expected {how} {want}; got {got or 'no tool calls'}")
 
 
 def valid_tool_calls(value: bool, response: str, context: Context) -> Outcome:
@@ -164,8 +165,11 @@ def valid_tool_calls(value: bool, response: str, context: Context) -> Outcome:
             return Outcome(
                 False, 0.0, f"valid_tool_calls: call {k + 1} ('{call.name}'): arguments are not JSON ({shown})"
             )
-        outcome = validate(compile_json_schema(tool.get("parameters", True)), call.arguments,
-                           f"valid_tool_calls: call {k + 1} ('{call.name}') arguments")  # fmt: skip
+        try:  # checked at load for a set file's tools; a set built in Python may hold anything
+            validator = compile_json_schema(tool.get("parameters", True))
+        except AssertionValueError as exc:
+            return Outcome(False, 0.0, f"valid_tool_calls: tool '{call.name}': parameters: {exc}", undecided=True)
+        outcome = validate(validator, call.arguments, f"valid_tool_calls: call {k + 1} ('{call.name}') arguments")
         if not outcome.passed:
             return outcome
     return HELD

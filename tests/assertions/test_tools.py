@@ -152,3 +152,10 @@ def test_f1_is_bounded_symmetric_and_one_exactly_for_equal_sets(a: list[str], b:
     assert 0.0 <= score <= 1.0
     assert score == f1(b, a)
     assert (score == 1.0) is (set(a) == set(b))
+
+
+def test_a_tool_with_an_unusable_schema_built_in_python_is_no_verdict() -> None:
+    broken = ({"name": "search", "parameters": {"type": "strin"}},)
+    passed, reason, _ = verdict("valid_tool_calls", True, calls(ToolCall("search", {}), tools=broken))
+    assert not passed
+    assert reason.startswith("valid_tool_calls: tool 'search': parameters: invalid JSON Schema")
