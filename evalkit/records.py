@@ -7,6 +7,7 @@ I/O; aggregates are derived properties so they can never disagree with the items
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
@@ -122,6 +123,9 @@ class Prompt:
     # a conversation (DESIGN 2.4) instead of one user message: every turn as sent, the last the
     # user's; ``prompt`` is then that last turn (what tables and reasons show)
     messages: tuple[Message, ...] = ()
+    # the tools the call declares (README, "Tools and tool calls"): None inherits the set's
+    tools: tuple[Mapping[str, JsonValue], ...] | None = None
+    tool_choice: JsonValue = None  # None inherits the set's
 
 
 @quick_init
@@ -155,6 +159,8 @@ class PromptSet:
     # Tolerances the file stated explicitly; the CLI's options win over them.
     gate: Gate = field(default_factory=Gate)  # the set's own minimums; the CLI's options win
     kind: Literal["prompts"] = "prompts"
+    tools: tuple[Mapping[str, JsonValue], ...] = ()  # every prompt's, unless it declares its own
+    tool_choice: JsonValue = None
 
     def system_for(self, prompt: Prompt) -> str | None:
         """The system prompt a call for ``prompt`` runs with (None when there is none)."""
@@ -164,6 +170,13 @@ class PromptSet:
     def params_for(self, prompt: Prompt) -> Params:
         """The set's params with the prompt's over them (the set's own mapping when the prompt has none)."""
         return {**self.params, **prompt.params} if prompt.params else self.params
+
+    def tools_for(self, prompt: Prompt) -> tuple[Mapping[str, JsonValue], ...]:
+        """The tools a call for ``prompt`` declares: its own, else the set's."""
+        return prompt.tools if prompt.tools is not None else self.tools
+
+    def tool_choice_for(self, prompt: Prompt) -> JsonValue:
+        return prompt.tool_choice if prompt.tool_choice is not None else self.tool_choice
 
 
 @quick_init
@@ -231,6 +244,8 @@ class CompletionRequest:
     response_schema: Mapping[str, JsonValue] | None = None
     top_logprobs: int = 0  # ask for this many alternatives per token, where supported
     vars: Mapping[str, Any] = field(default_factory=dict)  # the prompt's variables (application adapters get them)
+    tools: tuple[Mapping[str, JsonValue], ...] = ()  # {name, description, parameters} each
+    tool_choice: JsonValue = None  # auto | none | required | {name: N}; None: the endpoint's default
 
     @property
     def system(self) -> str | None:
@@ -348,6 +363,64 @@ class Usage:
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of an answer (README, "Tools and tool calls"): the tool's name and its
+    arguments, parsed JSON, or the text as sent when it does not parse."""
+
+    name: str
+    arguments: JsonValue = None
+
+    def as_dict(self) -> dict[str, JsonValue]:
+        return {"name": self.name, "arguments": self.arguments}
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def tool_arguments(value: JsonValue) -> JsonValue:
+    """Arguments as recorded: a JSON text parsed (OpenAI sends them as a string), kept as sent
+    when it does not parse as strict JSON; any other value as it is, or as its text when it is
+    not JSON (NaN, an object of a function's own): a record must stay storable and printable."""
+    if not isinstance(value, str):
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return str(value)
+        return value
+    try:
+        return json.loads(value, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return value
+
+
+def recorded_tool_calls(value: JsonValue) -> list[dict[str, JsonValue]]:
+    """Tool calls as an answer records them, ``[{"name", "arguments"}]``, from the forms endpoints
+    send: ``{name, arguments}``, OpenAI's ``{"function": {name, arguments}}``, Anthropic's
+    ``{name, input}``. An entry without a name is left out (``app_completion`` refuses them first)."""
+    calls: list[dict[str, JsonValue]] = []
+    for entry in value if isinstance(value, list) else ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("function"), Mapping):
+            entry = entry["function"]
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if isinstance(name, str) and name:
+            assert isinstance(entry, Mapping)
+            arguments = entry["arguments"] if "arguments" in entry else entry.get("input")
+            calls.append({"name": name, "arguments": tool_arguments(arguments)})
+    return calls
+
+
+def tool_calls_of(recorded: JsonValue) -> tuple[ToolCall, ...]:
+    """Records of tool calls as recorded (``recorded_tool_calls``: nothing parsed again)."""
+    return tuple(
+        ToolCall(e["name"], e.get("arguments"))
+        for e in (recorded if isinstance(recorded, list) else ())
+        if isinstance(e, Mapping) and isinstance(e.get("name"), str)
+    )
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class Completion:
     text: str
     serving: ServingRecord
@@ -355,8 +428,20 @@ class Completion:
     latency_ms: float = 0.0
     adapter: str = ""
     cached: bool = False
-    raw: Mapping[str, JsonValue] | None = None  # provider-specific extras (e.g. logprobs)
+    # provider-specific extras (e.g. logprobs); ``tool_calls`` (``[{"name", "arguments"}]``) and
+    # ``context`` (what an application retrieved) are kept here too, so the cache replays them
+    raw: Mapping[str, JsonValue] | None = None
     cached_at: str | None = None  # replayed from a cache entry stored before this run: when it was written
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The answer's tool calls, in the order made."""
+        return tool_calls_of(self.raw.get("tool_calls")) if self.raw else ()
+
+    @property
+    def context(self) -> JsonValue:
+        """The context an application reported it used (None when it reported none)."""
+        return self.raw.get("context") if self.raw else None
 
     @property
     def truncated(self) -> bool:
@@ -373,6 +458,8 @@ class CallFacts:
     latency_ms: float | None = None
     cost: float | None = None  # USD, when the answering instance is priced
     model: str | None = None  # the reported model
+    tool_calls: tuple[ToolCall, ...] = ()
+    context: JsonValue = None  # what an application reported it used (context_contains)
 
 
 @quick_init
@@ -452,6 +539,8 @@ class ItemResult:
     grader_cached: bool = False  # the judge's grading was replayed from the cache
     threshold: float | None = None  # the prompt's pass threshold, for its text-free reason
     cached_at: str | None = None  # the answer came from a cache entry stored before this run, written then
+    tool_calls: tuple[ToolCall, ...] = ()  # answer content: stored and shown per privacy level
+    context: JsonValue = None
 
     @property
     def errored(self) -> bool:

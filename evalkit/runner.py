@@ -52,10 +52,11 @@ def utc_now(moment: datetime | None = None) -> str:
 
 
 def set_fingerprint(prompt_set: PromptSet) -> str:
-    """A hash of what the set asks and checks (prompts, systems, params, assertions, references)."""
-    body = {
+    """A hash of what the set asks and checks (prompts, systems, params, tools, assertions, references)."""
+    body: dict[str, Any] = {
         "system": prompt_set.system,
         "params": dict(prompt_set.params),
+        **_tooling(prompt_set.tools, prompt_set.tool_choice),  # only when declared: older sets keep theirs
         "prompts": [
             {
                 "id": p.id,
@@ -70,11 +71,21 @@ def set_fingerprint(prompt_set: PromptSet) -> str:
                 # what the gate reads: only when set, so older sets keep their fingerprint (vars are
                 # not hashed: what is sent counts, however it was written; DESIGN 2.4)
                 **({"critical": True} if p.critical else {}),
+                **_tooling(p.tools or (), p.tool_choice),
+                **({"tools": []} if p.tools == () else {}),  # declared none: not the set's
             }
             for p in prompt_set.prompts
         ],
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def _tooling(tools: Sequence[Any], choice: Any) -> dict[str, Any]:
+    """``tools`` and ``tool_choice`` for a hash, each only when declared."""
+    return {
+        **({"tools": [dict(t) for t in tools]} if tools else {}),
+        **({"tool_choice": choice} if choice is not None else {}),
+    }
 
 
 def build_request(prompt_set: PromptSet, prompt: Prompt, alias: str) -> CompletionRequest:
@@ -88,12 +99,15 @@ def build_request(prompt_set: PromptSet, prompt: Prompt, alias: str) -> Completi
         item_id=prompt.id,
         set_id=prompt_set.id,
         vars=prompt.vars,
+        tools=prompt_set.tools_for(prompt),
+        tool_choice=prompt_set.tool_choice_for(prompt),
     )
 
 
 def cache_key(instance_id: str, request: CompletionRequest, repeat: int = 0, *, endpoint: str | None = None) -> str:
     """Completions are cached by provider instance, the endpoint it points at (``endpoint_identity``:
-    adapter and base URL, or the local model file's hash), alias, messages and params (and repeat)."""
+    adapter and base URL, or the local model file's hash), alias, messages, params and declared
+    tools (and repeat)."""
     body: dict[str, Any] = {
         "provider": instance_id,
         "endpoint": endpoint,
@@ -105,6 +119,7 @@ def cache_key(instance_id: str, request: CompletionRequest, repeat: int = 0, *, 
         body["response_schema"] = dict(request.response_schema)
     if request.top_logprobs:
         body["top_logprobs"] = request.top_logprobs
+    body.update(_tooling(request.tools, request.tool_choice))  # part of what is sent
     if request.vars and endpoint is not None and endpoint.split(" ", 1)[0] in APPLICATION_ADAPTERS:
         body["vars"] = dict(request.vars)  # an application is given the prompt's variables too
     if repeat:
@@ -312,6 +327,8 @@ async def run_one(
         grader_cached=grade.cached,
         threshold=prompt.threshold,
         cached_at=completion.cached_at,
+        tool_calls=completion.tool_calls,
+        context=completion.context,
     )
 
 
@@ -320,7 +337,9 @@ def call_facts(caller: Caller, completion: Completion) -> CallFacts:
     serving = completion.serving
     usage = completion.usage
     replayed = (
-        completion.adapter == "replay" and serving is not None and not (usage.input_tokens or usage.output_tokens)
+        completion.adapter == "replay"
+        and serving is not None
+        and not (usage.input_tokens or usage.output_tokens or completion.raw)
     )
     if replayed:  # every answer recorded for one model has the same facts: one record for them
         known = caller.replayed_facts.get(id(serving))
@@ -333,7 +352,8 @@ def call_facts(caller: Caller, completion: Completion) -> CallFacts:
             cost = priced.of(usage.input_tokens, usage.output_tokens)
     # a recorded answer (replay) took no call: it has no latency to check
     latency = None if completion.adapter == "replay" else completion.latency_ms
-    facts = CallFacts(latency, cost, serving.reported_model if serving else None)
+    model = serving.reported_model if serving else None
+    facts = CallFacts(latency, cost, model, completion.tool_calls, completion.context)
     if replayed:
         caller.replayed_facts[id(serving)] = (serving, facts)  # the record kept: its id stays its own
     return facts

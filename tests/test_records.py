@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from decimal import Decimal
 from typing import Any
@@ -309,3 +310,22 @@ def test_quick_init_refuses_what_it_cannot_keep() -> None:
     for cls in (Mutable, Unslotted, WithPostInit, KeywordOnly):
         with pytest.raises(TypeError, match="quick_init"):
             quick_init(cls)
+
+
+def test_tool_arguments_are_parsed_strictly_and_stay_storable() -> None:
+    from evalkit.records import recorded_tool_calls
+
+    calls = recorded_tool_calls(
+        [
+            {"function": {"name": "a", "arguments": '{"q": 1}'}},
+            {"name": "b", "arguments": '{"q": NaN}'},
+            {"name": "c", "input": {"q": float("inf")}},
+            {"arguments": "{}"},
+        ]
+    )
+    assert calls == [
+        {"name": "a", "arguments": {"q": 1}},
+        {"name": "b", "arguments": '{"q": NaN}'},  # not JSON: the text as sent
+        {"name": "c", "arguments": "{'q': inf}"},
+    ]
+    json.dumps(calls, allow_nan=False)  # what is stored and printed is JSON

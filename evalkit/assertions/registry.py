@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.records import quick_init
+from evalkit.records import JsonValue, ToolCall, quick_init
 
 NEGATION = "not_"
 
@@ -65,6 +65,9 @@ class Context:
     vars: Mapping[str, Any] = field(default_factory=dict)
     regex_budget_s: float | None = None  # the grader's in-loop budget for a regex search
     regex_clock: RegexClock | None = None  # off the loop: the time left to the prompt's and run's searches
+    tool_calls: tuple[ToolCall, ...] = ()  # the answer's (README, "Tools and tool calls")
+    tools: tuple[Mapping[str, JsonValue], ...] = ()  # the tools the call declared
+    recorded_context: JsonValue = None  # the context an application reported it used
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,8 @@ class Context:
             "cost": self.cost,
             "model": self.model,
             "vars": dict(self.vars),
+            "tool_calls": [call.as_dict() for call in self.tool_calls],
+            "context": self.recorded_context,
         }
 
 
@@ -148,7 +153,7 @@ def register(
 
 def _builtins() -> None:
     # one module per family; importing it registers its types
-    from evalkit.assertions import call, jsondoc, patterns, pyfunc, text  # noqa: F401
+    from evalkit.assertions import call, jsondoc, patterns, pyfunc, text, tools  # noqa: F401
 
 
 _LOADED: list[bool] = []  # the built-in families are imported on first use

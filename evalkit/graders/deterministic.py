@@ -121,7 +121,7 @@ class DeterministicGrader:
     ) -> Grade:
         """``call``: the facts of the call, for latency_ms and cost."""
         # evalkit's own types but latency_ms and cost read only the regex budget of the context
-        context = _context(prompt, call) if _reads_context(prompt) else _BUDGETED
+        context = _context(prompt_set, prompt, call) if _reads_context(prompt) else _BUDGETED
         try:
             return grade_assertions(prompt, response, context)
         except SlowRegex:
@@ -139,6 +139,19 @@ class DeterministicGrader:
 
 
 _CALL_FREE: dict[str, bool] = {}
+# evalkit's types that read the call's facts, or the whole context
+CONTEXT_READERS = frozenset(
+    {
+        "latency_ms",
+        "cost",
+        "python",
+        "tool_called",
+        "tool_sequence",
+        "valid_tool_calls",
+        "tool_call_f1",
+        "context_contains",
+    }
+)
 _BUDGETED = Context(regex_budget_s=IN_LOOP_REGEX_S)
 
 
@@ -152,14 +165,14 @@ def _reads_context(prompt: Prompt) -> bool:
             free = _CALL_FREE[assertion.type] = (
                 kind is not None
                 and kind.origin == "evalkit"
-                and (assertion.type.removeprefix("not_") not in ("latency_ms", "cost", "python"))
+                and (assertion.type.removeprefix("not_") not in CONTEXT_READERS)
             )
         if not free:
             return True
     return False
 
 
-def _context(prompt: Prompt, call: CallFacts | None) -> Context:
+def _context(prompt_set: PromptSet, prompt: Prompt, call: CallFacts | None) -> Context:
     return Context(
         prompt_id=prompt.id,
         prompt=prompt.prompt,
@@ -169,4 +182,7 @@ def _context(prompt: Prompt, call: CallFacts | None) -> Context:
         model=call.model if call else None,
         vars=prompt.vars,
         regex_budget_s=IN_LOOP_REGEX_S,
+        tool_calls=call.tool_calls if call else (),
+        tools=prompt_set.tools_for(prompt),
+        recorded_context=call.context if call else None,
     )

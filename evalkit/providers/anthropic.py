@@ -6,14 +6,23 @@ A conversation is sent as its user and assistant turns, its system turns joined 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, ProviderConfig
 from evalkit.errors import ProviderError
 from evalkit.providers.http import provider_client
 from evalkit.providers.openai import api_key
-from evalkit.records import RESERVED_PARAMS, Completion, CompletionRequest, Message, ServingRecord, Usage
+from evalkit.records import (
+    RESERVED_PARAMS,
+    Completion,
+    CompletionRequest,
+    JsonValue,
+    Message,
+    ServingRecord,
+    Usage,
+    recorded_tool_calls,
+)
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
@@ -63,11 +72,15 @@ class AnthropicProvider:
                 payload[PARAM_NAMES[name]] = [value] if name == "stop" and isinstance(value, str) else value
             elif name != "seed" and name not in RESERVED_PARAMS:  # no seed in the Messages API
                 payload[name] = value
+        tools = [_tool(tool) for tool in request.tools]
+        if tools and request.tool_choice is not None:  # a tool_choice without tools is refused
+            payload["tool_choice"] = tool_choice(request.tool_choice)
         if request.response_schema is not None:  # structured output through a forced tool call
-            payload["tools"] = [
-                {"name": TOOL_NAME, "description": "Record the answer.", "input_schema": dict(request.response_schema)}
-            ]
+            schema = dict(request.response_schema)
+            tools.append({"name": TOOL_NAME, "description": "Record the answer.", "input_schema": schema})
             payload["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+        if tools:
+            payload["tools"] = tools
         return payload
 
     async def complete(self, request: CompletionRequest) -> Completion:
@@ -80,11 +93,15 @@ class AnthropicProvider:
             for b in content
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
         )
-        tool_input = next(
-            (b.get("input") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"), None
-        )
-        if tool_input is not None:
-            text = json.dumps(tool_input)
+        uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if request.response_schema is not None:  # the forced call's input is the answer
+            answer = next((b.get("input") for b in uses if b.get("name") == TOOL_NAME), None)
+            if answer is not None:
+                text = json.dumps(answer)
+            uses = [b for b in uses if b.get("name") != TOOL_NAME]
+        raw: dict[str, JsonValue] = {"content": content, "stop_reason": body.get("stop_reason")}
+        if uses:
+            raw["tool_calls"] = recorded_tool_calls(uses)
         reported = body.get("model")
         return Completion(
             text=text,
@@ -94,8 +111,25 @@ class AnthropicProvider:
             usage=Usage.from_body(body.get("usage"), "input_tokens", "output_tokens"),
             latency_ms=latency_ms,
             adapter=self.adapter,
-            raw={"content": content, "stop_reason": body.get("stop_reason")},
+            raw=raw,
         )
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def _tool(tool: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """A declared tool (``{name, description, parameters}``) in the Messages API's form."""
+    out: dict[str, JsonValue] = {"name": tool["name"]}
+    if "description" in tool:
+        out["description"] = tool["description"]
+    out["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    return out
+
+
+def tool_choice(choice: JsonValue) -> JsonValue:
+    """A set's ``tool_choice`` in the Messages API's form: ``auto``, ``none``, ``required`` as
+    ``{"type": "any"}``, ``{name: N}`` as ``{"type": "tool", "name": N}``."""
+    if isinstance(choice, dict) and "name" in choice:
+        return {"type": "tool", "name": choice["name"]}
+    return {"type": "any" if choice == "required" else choice}

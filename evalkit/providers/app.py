@@ -3,14 +3,15 @@
 
 The request, the same for the three (the http body template sees the same names):
 ``prompt`` (the last user turn), ``messages`` (the whole conversation, the system turn first when
-there is one), ``system``, ``vars``, ``tools`` (null until a set declares tools), ``params``,
-``set`` and ``prompt_id``.
+there is one), ``system``, ``vars``, ``tools`` (the declared tools, ``{name, description,
+parameters}`` each; null when none are), ``tool_choice``, ``params``, ``set`` and ``prompt_id``.
 
 The answer: a string (the output), or an object ``{"output": str, "model": str, "usage":
 {"input_tokens", "output_tokens"}, "tool_calls": [...], "context": [...], "cost": usd}``, every
 key but ``output`` optional. The reported model (the serving proof) is the answer's ``model``;
-without it the run is unverified and not compared. Tool calls, context and cost are kept with the
-answer (``Completion.raw``).
+without it the run is unverified and not compared. Tool calls (``{name, arguments}`` each, or
+OpenAI's ``{function: {name, arguments}}``; README, "Tools and tool calls"), context and cost are
+kept with the answer (``Completion.raw``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.errors import ProviderError
-from evalkit.records import Completion, CompletionRequest, JsonValue, ServingRecord, Usage
+from evalkit.records import Completion, CompletionRequest, JsonValue, ServingRecord, Usage, recorded_tool_calls
 
 ANSWER_KEYS = ("output", "model", "usage", "tool_calls", "context", "cost")
 
@@ -34,7 +35,8 @@ def app_request(request: CompletionRequest) -> dict[str, Any]:
         "messages": messages,
         "system": request.system,
         "vars": dict(request.vars),
-        "tools": None,
+        "tools": [dict(tool) for tool in request.tools] or None,
+        "tool_choice": request.tool_choice,
         "params": dict(request.params),
         "set": request.set_id,
         "prompt_id": request.item_id,
@@ -65,7 +67,7 @@ def app_completion(
     usage = answer.get("usage")
     raw: dict[str, JsonValue] = {}
     if tool_calls is not None:
-        raw["tool_calls"] = _json(tool_calls)
+        raw["tool_calls"] = _tool_calls(tool_calls, label)
     context = answer.get("context")
     if context is not None:
         raw["context"] = _json(context)
@@ -80,6 +82,18 @@ def app_completion(
         adapter=adapter,
         raw=raw or None,
     )
+
+
+def _tool_calls(value: object, label: str) -> list[dict[str, JsonValue]]:
+    """The answer's ``tool_calls`` as recorded; ProviderError for an entry without a name."""
+    listed = _json(value)
+    if not isinstance(listed, list):
+        raise ProviderError(f"{label}: the answer's tool_calls is not a list; return [{{name, arguments}}, ...]")
+    calls = recorded_tool_calls(listed)
+    if len(calls) != len(listed):
+        first = next(k for k, e in enumerate(listed) if not recorded_tool_calls([e]))
+        raise ProviderError(f"{label}: the answer's tool_calls[{first}] has no name; give each call a name")
+    return calls
 
 
 def dig(body: object, path: str) -> object:
@@ -107,6 +121,8 @@ def top_level(body: object) -> str:
 
 def _json(value: object) -> JsonValue:
     """``value`` kept as JSON (what a function returned may hold other Python objects)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # NaN is no JSON: it could be neither stored nor printed as such
     if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, Mapping):

@@ -8,7 +8,15 @@ from typing import Any
 from evalkit.config import OPENAI_DEFAULT_URL, ProviderConfig
 from evalkit.errors import InputError, ProviderError
 from evalkit.providers.http import body_error, provider_client
-from evalkit.records import RESERVED_PARAMS, Completion, CompletionRequest, ServingRecord, Usage
+from evalkit.records import (
+    RESERVED_PARAMS,
+    Completion,
+    CompletionRequest,
+    JsonValue,
+    ServingRecord,
+    Usage,
+    recorded_tool_calls,
+)
 
 
 def api_key(config: ProviderConfig) -> str | None:
@@ -58,6 +66,10 @@ class OpenAIProvider:
         if request.top_logprobs:
             payload["logprobs"] = True
             payload["top_logprobs"] = request.top_logprobs
+        if request.tools:  # a tool_choice without tools is refused by the API: sent only with them
+            payload["tools"] = [{"type": "function", "function": dict(tool)} for tool in request.tools]
+            if request.tool_choice is not None:
+                payload["tool_choice"] = tool_choice(request.tool_choice)
         return payload
 
     async def complete(self, request: CompletionRequest) -> Completion:
@@ -82,14 +94,19 @@ class OpenAIProvider:
         refusal = message.get("refusal")
         if not content and isinstance(refusal, str) and refusal:  # the model declined: that is its answer
             content = refusal
-        if content is None:  # no text at all (a tool call, a filtered answer): not an empty answer
+        calls = recorded_tool_calls(message.get("tool_calls"))
+        if content is None and calls:  # a model that only acted: graded as an empty answer
+            content = ""
+        if content is None:  # no text at all (a filtered answer): not an empty answer
             finish = choice.get("finish_reason")
             why = f" (finish_reason {str(finish)[:40]!r})" if isinstance(finish, str) and finish else ""
             raise ProviderError(
                 f"provider '{self.instance_id}': choices[0].message.content is null{why}: the endpoint gave no answer"
             )
         reported = body.get("model")
-        extras = {k: choice[k] for k in ("logprobs", "finish_reason") if k in choice}
+        extras: dict[str, JsonValue] = {k: choice[k] for k in ("logprobs", "finish_reason") if k in choice}
+        if calls:
+            extras["tool_calls"] = calls
         return Completion(
             text=content if isinstance(content, str) else "",
             serving=ServingRecord(
@@ -103,3 +120,11 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def tool_choice(choice: JsonValue) -> JsonValue:
+    """A set's ``tool_choice`` in the Chat Completions form: ``auto``, ``none`` and ``required`` as
+    they are, ``{name: N}`` as ``{"type": "function", "function": {"name": N}}``."""
+    if isinstance(choice, dict) and "name" in choice:
+        return {"type": "function", "function": {"name": choice["name"]}}
+    return choice

@@ -23,7 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from evalkit.records import tool_calls_of
 from evalkit.report import cells
+from evalkit.report.toolcalls import calls_line
 
 HERE = Path(__file__).resolve().parent
 # C0 and C1 controls but tab and newline, DEL, and the bidirectional and zero-width formatting marks
@@ -164,7 +166,8 @@ def item_rows(latest: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for item in latest.get("items") or []:
         status = "error" if item.get("error") else ("pass" if item.get("passed") else "fail")
-        rows.append({**item, "status": status, "note": _note(item)})
+        tools = calls_line(tool_calls_of(item.get("tool_calls")))
+        rows.append({**item, "status": status, "note": _note(item), "tools": tools})
     return rows
 
 

@@ -29,6 +29,10 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
             entry["prompt"] = item.prompt
         if item.response is not None:
             entry["response"] = item.response
+        if item.tool_calls:  # as kept: names only below privacy redacted (arguments null)
+            entry["tool_calls"] = [call.as_dict() for call in item.tool_calls]
+        if item.context is not None:
+            entry["context"] = item.context
         if item.cached:
             entry["cached"] = True
         if run.repeats > 1:

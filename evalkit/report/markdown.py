@@ -8,6 +8,7 @@ from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
 from evalkit.report.text import clip, instance, outcome_label, percent, printable, sparkline, verdict_label
+from evalkit.report.toolcalls import calls_line
 
 _MARKUP = re.compile(r"([\\`*_\[\]!~|])")  # what makes inline markup: links and images need [ ]
 # An @ that could start a mention: GitHub links one only after a character that is not a word
@@ -72,7 +73,8 @@ def run_markdown(run: RunResult) -> str:
         lines += ["", "| prompt | result | score | reason |", "|---|---|---:|---|"]
         for item in failing[:MAX_ROWS]:
             result = "error" if item.errored else "fail"
-            lines.append(f"| {_cell(item.id)} | {result} | {item.score:.2f} | {_cell(clip(item.reason, 160))} |")
+            why = clip(item.reason, 160) + (f" · {calls_line(item.tool_calls)}" if item.tool_calls else "")
+            lines.append(f"| {_cell(item.id)} | {result} | {item.score:.2f} | {_cell(why)} |")
         if len(failing) > MAX_ROWS:
             lines.append(f"| … {len(failing) - MAX_ROWS} more | | | |")
     return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ from evalkit.report.text import (
     sparkline,
     verdict_label,
 )
+from evalkit.report.toolcalls import calls_line
 
 MAX_LISTED = 100
 
@@ -94,6 +95,8 @@ def _item_table(run: RunResult) -> tuple[Table, int]:
         reason = Text(clip(item.reason, 200))
         if not item.passed and not item.errored and item.response is not None:
             reason.append(f"\nanswer: {clip(item.response, 200)}", style="dim")
+        if item.tool_calls:
+            reason.append(f"\n{calls_line(item.tool_calls)}", style="dim")
         table.add_row(item.id, result, f"{item.score:.2f}", latency, reason)
     return table, hidden
 

@@ -23,6 +23,7 @@ from evalkit.errors import Issue
 from evalkit.records import Assertion, Message, Prompt
 from evalkit.sets.cases import Case, CaseFile, assertion_form
 from evalkit.sets.templates import Renderer, TemplateProblem, has_template, templated
+from evalkit.sets.tools import declared
 from evalkit.sets.validation import suggest
 from evalkit.sets.yamldoc import DataPath, Document, format_path
 
@@ -130,6 +131,8 @@ class Plan:
         "params",
         "place",
         "threshold",
+        "tool_choice",
+        "tools",
     )
 
     def __init__(self, drafter: Drafter, fields: Mapping[str, Any], place: Place) -> None:
@@ -144,6 +147,7 @@ class Plan:
         self.items = [item for item in prepared if item is not None]
         self.complete = len(self.items) == self.listed
         self.params, self.critical, self.threshold = _extras(fields)
+        self.tools, self.tool_choice = declared(fields)
         turns: Any = fields.get("messages")
         if _well_formed(turns) and not place.flagged(("messages",)):
             self.issues.extend(drafter.turn_issues(turns, fields, place))
@@ -259,6 +263,8 @@ class Drafter:
             threshold=plan.threshold if threshold is None else threshold,
             vars=variables,
             messages=messages or (),
+            tools=plan.tools,
+            tool_choice=plan.tool_choice,
         )
         if inherited is not None:
             self.inherited.append((prompt, inherited))
@@ -309,6 +315,7 @@ class Drafter:
         if issues or len(built) != len(forms) or not isinstance(pid, str):
             return None, issues
         params, critical, threshold = _extras(raw)
+        tools, tool_choice = declared(raw)
         prompt = Prompt(
             id=pid,
             prompt=text,
@@ -319,6 +326,8 @@ class Drafter:
             critical=critical,
             threshold=threshold,
             vars=variables,
+            tools=tools,
+            tool_choice=tool_choice,
         )
         return prompt, issues
 

@@ -31,6 +31,7 @@ from evalkit.errors import Issue, SetError
 from evalkit.records import Gate, Prompt, PromptSet, Tolerances, parse_tolerance
 from evalkit.sets.cases import CASE_SUFFIXES, assertion_form, grouped, read_cases
 from evalkit.sets.drafts import Drafter, Place, Plan, RowPlace, flagged_path
+from evalkit.sets.tools import declared, tool_issues
 from evalkit.sets.yamldoc import Document, duplicate_ids
 
 __all__ = ["assertion_form", "build_prompt_set", "prompt_set_issues", "used_types"]
@@ -82,6 +83,7 @@ def _prompt_set_issues(doc: Document, flagged: frozenset[str]) -> tuple[list[Iss
     data = doc.data if isinstance(doc.data, dict) else {}
     issues = tolerance_issues(doc, data, ("max_pass_rate_drop", "max_mean_score_drop"))
     issues.extend(tolerance_issues(doc, data, ("min_pass_rate", "min_mean_score"), section="gate"))
+    issues.extend(tool_issues(doc, data, lambda path: flagged_path(flagged, path)))
     set_vars = data["vars"] if isinstance(data.get("vars"), dict) else {}
     drafter = Drafter(doc, data.get("system"))
     built: list[Prompt] = []
@@ -193,6 +195,7 @@ def build_prompt_set(doc: Document, path: Path, prepared: Prepared) -> PromptSet
     data = doc.data
     gate = data.get("gate", {})
     defaults = Tolerances()
+    tools, tool_choice = declared(data)
     return PromptSet(
         id=data["id"],
         name=data["name"],
@@ -211,6 +214,8 @@ def build_prompt_set(doc: Document, path: Path, prepared: Prepared) -> PromptSet
             min_pass_rate=written_tolerance(doc, "gate", "min_pass_rate", None) if "min_pass_rate" in gate else None,
             min_mean_score=written_tolerance(doc, "gate", "min_mean_score", None) if "min_mean_score" in gate else None,
         ),
+        tools=tools or (),
+        tool_choice=tool_choice,
     )
 
 

@@ -5,11 +5,18 @@
 - redacted: plus prompt, system prompt, response and full reasons with e-mail addresses, phone
   numbers and key-like secrets replaced by ``***``;
 - full: texts verbatim plus each item's serving record and adapter.
+
+Tool calls and an application's reported context are answer content (README, "Tools and tool
+calls"): at metadata only the calls' names are kept, at redacted their arguments and the context
+with every string redacted like text, at full verbatim.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from evalkit.records import JsonValue, ToolCall
 
 MASK = "***"
 
@@ -56,3 +63,29 @@ def text_for(level: str, text: str | None) -> str | None:
     if level == "redacted":
         return redact(text)
     return None
+
+
+def redact_json(value: JsonValue) -> JsonValue:
+    """``value`` with every string in it (keys too) redacted like text."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(redact(str(k))): redact_json(v) for k, v in value.items()}
+    return value
+
+
+def details_for(level: str, calls: tuple[ToolCall, ...], context: JsonValue) -> dict[str, Any] | None:
+    """An item's tool calls and reported context as kept at ``level`` (None: nothing to keep)."""
+    details: dict[str, Any] = {}
+    if calls:
+        if level == "full":
+            details["tool_calls"] = [c.as_dict() for c in calls]
+        elif level == "redacted":
+            details["tool_calls"] = [{"name": c.name, "arguments": redact_json(c.arguments)} for c in calls]
+        elif level == "metadata":
+            details["tool_calls"] = [{"name": c.name} for c in calls]
+    if context is not None and level in ("redacted", "full"):
+        details["context"] = context if level == "full" else redact_json(context)
+    return details or None

@@ -20,8 +20,9 @@ from evalkit.records import (
     Tolerances,
     Usage,
     assertions_reason,
+    tool_calls_of,
 )
-from evalkit.store.privacy import keeps_items, text_for
+from evalkit.store.privacy import details_for, keeps_items, text_for
 from evalkit.store.store import Store
 
 RUN_COLUMNS = (
@@ -95,7 +96,7 @@ def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple
         item.usage.output_tokens,
         item.cached,
         item.yardstick,
-        None,
+        json.dumps(details) if (details := details_for(level, item.tool_calls, item.context)) else None,
         item.repeat,
     )
 
@@ -242,6 +243,7 @@ def decimal_of(value: float) -> Decimal:
 def _item_from_row(row: dict[str, Any]) -> ItemResult:
     assertions = json.loads(row["assertions"]) if row["assertions"] else []
     serving = json.loads(row["serving"]) if row["serving"] else None
+    details = json.loads(row["details"]) if row["details"] else {}
     return ItemResult(
         id=row["item_id"],
         passed=row["passed"],
@@ -262,4 +264,6 @@ def _item_from_row(row: dict[str, Any]) -> ItemResult:
         yardstick=row["yardstick"],
         cached=bool(row["cached"]),
         repeat=row["repeat_index"] or 0,
+        tool_calls=tool_calls_of(details.get("tool_calls")),
+        context=details.get("context"),
     )

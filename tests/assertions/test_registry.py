@@ -14,7 +14,7 @@ from evalkit.sets.validation import load_schema, schema_dir
 DESIGN_41 = {
     "exact", "contains", "regex", "json_schema", "icontains", "contains_any", "contains_all", "icontains_any",
     "icontains_all", "starts_with", "equals_json", "contains_json", "levenshtein", "word_count", "latency_ms",
-    "cost", "python",
+    "cost", "python", "tool_called", "tool_sequence", "valid_tool_calls", "tool_call_f1", "context_contains",
 }  # fmt: skip
 
 

@@ -21,7 +21,7 @@ import pytest
 from evalkit import load_set
 from evalkit.assertions.registry import Context
 from evalkit.graders.deterministic import DeterministicGrader, check, grade_assertions
-from evalkit.records import Assertion, AssertionResult, CallFacts, Grade, Prompt, PromptSet
+from evalkit.records import Assertion, AssertionResult, CallFacts, Grade, Prompt, PromptSet, ToolCall
 from tests.assertions.test_registry import DESIGN_41
 
 CHECKS = """
@@ -71,7 +71,7 @@ PLAIN = Context()
 
 def load_prompt(assertions: list[dict[str, Any]], **extra: Any) -> Prompt:
     prompt = {"id": "only", "prompt": "Answer the question.", "reference": "Yes.", "assertions": assertions, **extra}
-    document = {"id": "vocabulary.case", "name": "Vocabulary", "prompts": [prompt]}
+    document = {"id": "vocabulary.case", "name": "Vocabulary", "tools": TOOLS, "prompts": [prompt]}
     path = Path("set.yaml")
     path.write_text(json.dumps(document), encoding="utf-8")
     prompt_set = load_set(path)
@@ -93,8 +93,10 @@ def one(kind: str, value: Any, response: str, context: Context = PLAIN) -> Asser
     return assertion
 
 
-FAST = Context(latency_ms=500.0, cost=0.002)
-SLOW = Context(latency_ms=501.0, cost=0.0025)
+TOOLS = ({"name": "search", "parameters": {"type": "object", "required": ["query"]}}, {"name": "lookup"})
+SEARCHED = (ToolCall("search", {"query": "refunds"}), ToolCall("lookup", {"id": 7}))
+FAST = Context(latency_ms=500.0, cost=0.002, tool_calls=SEARCHED, tools=TOOLS, recorded_context=["Refunds: 30 days."])
+SLOW = Context(latency_ms=501.0, cost=0.0025, tools=TOOLS, recorded_context="Hours: 9 to 5.")
 
 # (type, value, (response, context) that holds, (response, context) that fails, the failure's reason)
 VOCABULARY = [
@@ -177,7 +179,14 @@ VOCABULARY = [
     ("latency_ms", 500, ("any", FAST), ("any", SLOW), "latency_ms: took 501 ms, more than 500 ms"),
     ("cost", 0.002, ("any", FAST), ("any", SLOW), "cost: $0.002500, more than $0.002"),
     ("python", "checks.py:is_yes", ("Yes", FAST), ("No", FAST), "python checks.py:is_yes: returned False"),
-]
+    ("tool_called", "lookup", ("", FAST), ("", SLOW), "tool_called: no call of 'lookup' (no tool calls)"),
+    ("tool_sequence", ["search", "lookup"], ("", FAST), ("", SLOW),
+     "tool_sequence: expected in order search -> lookup; got no tool calls"),
+    ("valid_tool_calls", True, ("", FAST), ("", SLOW), "valid_tool_calls: the answer made no tool calls"),
+    ("tool_call_f1", {"expected": ["search", "lookup"]}, ("", FAST), ("", SLOW),
+     "tool_call_f1: 0.00 below 1 (called: none; expected: lookup, search)"),
+    ("context_contains", "30 DAYS", ("", FAST), ("", SLOW), "context_contains: '30 DAYS' is not in the recorded context"),
+]  # fmt: skip
 CASE_IDS = [f"{kind}-{i}" for i, (kind, *_) in enumerate(VOCABULARY)]
 
 # the reason not_<type> gives when its type holds: the value as written, quoted or as JSON

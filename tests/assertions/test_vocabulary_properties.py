@@ -23,7 +23,7 @@ from evalkit.assertions.jsondoc import MAX_CANDIDATES, find_json, json_equal
 from evalkit.assertions.registry import Context
 from evalkit.assertions.text import WHITESPACE, banded_distance, distance_within
 from evalkit.graders.deterministic import check, grade_assertions
-from evalkit.records import Assertion, Prompt
+from evalkit.records import Assertion, Prompt, ToolCall
 from evalkit.sets.validation import suggest
 
 PLAIN = Context()
@@ -84,6 +84,7 @@ SCHEMAS = st.sampled_from(
         True,
     ]
 )
+TOOL_NAMES = st.sampled_from(["search", "lookup", "fetch"])
 VALUES: dict[str, st.SearchStrategy[Any]] = {
     "exact": TEXT,
     "contains": NEEDLE,
@@ -102,12 +103,25 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "latency_ms": st.integers(0, 1000) | st.floats(0, 1000),
     "cost": st.floats(0, 1),
     "python": st.sampled_from(["checks.py:score_by_length", "checks.py:breaks_on_braces"]),
+    "tool_called": TOOL_NAMES | st.fixed_dictionaries({"name": TOOL_NAMES, "arguments": SCHEMAS}),
+    "tool_sequence": st.lists(TOOL_NAMES, min_size=1, max_size=3)
+    | st.fixed_dictionaries({"steps": st.lists(TOOL_NAMES, min_size=1, max_size=3), "exact": st.booleans()}),
+    "valid_tool_calls": st.just(True),
+    "tool_call_f1": st.fixed_dictionaries(
+        {"expected": st.lists(TOOL_NAMES, min_size=1, max_size=3)}, optional={"min": st.floats(0, 1)}
+    ),
+    "context_contains": NEEDLE,
 }
 RESPONSES = TEXT | JSON_VALUES.map(json.dumps) | st.tuples(TEXT, JSON_VALUES.map(json.dumps)).map("".join)
 CONTEXTS = st.builds(
     Context,
     latency_ms=st.none() | st.floats(0, 2000),
     cost=st.none() | st.floats(0, 2),
+    tool_calls=st.lists(st.builds(ToolCall, TOOL_NAMES, JSON_VALUES | TEXT), max_size=3).map(tuple),
+    tools=st.lists(st.fixed_dictionaries({"name": TOOL_NAMES}, optional={"parameters": SCHEMAS}), max_size=2).map(
+        tuple
+    ),
+    recorded_context=st.none() | TEXT | st.lists(TEXT, max_size=2) | JSON_VALUES,
 )
 
 

@@ -210,6 +210,7 @@ def test_the_request_carries_every_documented_name() -> None:
         "system": "S",
         "vars": {"k": 1},
         "tools": None,
+        "tool_choice": None,
         "params": {"temperature": 0},
         "set": "s.x",
         "prompt_id": "p1",

@@ -251,7 +251,7 @@ def test_what_a_row_renders_to_is_checked(
     [
         ("template: {prompt: hi, assertions: [{contains: x}]}\n", ["s.yaml:1:1: missing required key 'cases'"]),
         ("cases: c.csv\n", ["s.yaml:1:1: missing required key 'prompts'", "s.yaml:1:1: missing required key 'template'"]),
-        ("template: {id: a, prompt: hi}\ncases: c.csv\n", ["s.yaml:3:12: template.id: unknown key 'id' (expected one of: assertions, critical, messages, params, prompt, reference, system, threshold, vars)"]),
+        ("template: {id: a, prompt: hi}\ncases: c.csv\n", ["s.yaml:3:12: template.id: unknown key 'id' (expected one of: assertions, critical, messages, params, prompt, reference, system, threshold, tool_choice, tools, vars)"]),
         ("template: {prompt: hi, assertions: [{contains: x}]}\ncases: nowhere.csv\n", ["s.yaml:4:8: cases: cases file 'nowhere.csv' not found (relative to s.yaml); check the path"]),
         ("template: {prompt: hi, assertions: [{contains: x}]}\ncases: c.txt\n", ["s.yaml:4:8: cases: 'c.txt' is not a cases file: name a .csv, .jsonl, .yaml, .yml file"]),
     ],
