@@ -202,11 +202,12 @@ def _verdict(latest: Mapping[str, Any] | None) -> str:
 
 
 def _text_spots(sections: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
-    """Every text cell of the page, as (row, key): prompts, reasons, errors and answers."""
+    """Every text cell of the page, as (row, key): prompts, reasons, errors, answers and tool calls."""
     spots = []
     for section in sections:
         for row in section["rows"]:
             spots += [(row, key) for key in ("prompt", "note", "response") if row.get(key) is not None]
+            spots += [(row, "tools")] if row.get("tools") else []
         for diff in section["diff"]:
             spots += [(diff["before"], "note"), (diff["after"], "note")]
     return spots

@@ -393,10 +393,11 @@ def test_prompt_without_id_is_not_called_none(write_file) -> None:
 
 
 TYPES = (
-    "contains, contains_all, contains_any, contains_json, cost, equals_json, exact, icontains, icontains_all, "
-    "icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, word_count; each also as not_<type>"
+    "contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, "
+    "icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, "
+    "tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>"
 )
-PROMPT_KEYS = "assertions, critical, id, messages, params, prompt, reference, system, threshold, vars"
+PROMPT_KEYS = "assertions, critical, id, messages, params, prompt, reference, system, threshold, tool_choice, tools, vars"
 
 
 @pytest.mark.parametrize(
