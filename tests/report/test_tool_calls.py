@@ -80,10 +80,9 @@ def test_the_table_the_markdown_and_the_html_show_a_tools_line(cli: Any, write_f
     assert result.exit_code == 0, result.stderr
     assert "tools: email(to=" in " ".join(result.stdout.split())  # the table (folded to its width)
     markdown = (isolated / "pr.md").read_text(encoding="utf-8")
-    line = LINE.replace("@", "`@`")  # an address is not made a link
-    assert (
-        f"| acts | fail | 0.00 | tool\\_sequence: expected in order email -> fetch; got email -> lookup · {line} |"
-        in markdown
+    assert (  # an @ inside a word mentions nobody: kept whole
+        "| acts | fail | 0.00 | assertion failed: tool\\_sequence: expected in order email -> fetch; got email -> "
+        f"lookup · {LINE} |" in markdown
     )
     page = (isolated / "run.html").read_text(encoding="utf-8")
     assert "tools: email(to=&#34;jane.doe@example.com&#34;, n=2), lookup(&#34;{not json&#34;)" in page
