@@ -397,7 +397,9 @@ TYPES = (
     "icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, "
     "tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>"
 )
-PROMPT_KEYS = "assertions, critical, id, messages, params, prompt, reference, system, threshold, tool_choice, tools, vars"
+PROMPT_KEYS = (
+    "assertions, critical, id, messages, params, prompt, reference, system, threshold, tool_choice, tools, vars"
+)
 
 
 @pytest.mark.parametrize(
