@@ -273,3 +273,19 @@ def split_command(command: str) -> list[str]:
 
     argv = shlex.split(_TEMPLATE.sub(hold, command))
     return [re.sub("\x00(\\d+)\x00", lambda m: held[int(m.group(1))], a) for a in argv]
+
+
+_ENV_NAME = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def header_env(headers: Mapping[str, str]) -> list[str]:
+    """The environment variables an application's headers name (``{{ env.NAME }}``), in order."""
+    names: list[str] = []
+    for value in headers.values():
+        names.extend(n for n in _ENV_NAME.findall(value) if n not in names)
+    return names
+
+
+def unset_env(headers: Mapping[str, str]) -> list[str]:
+    """The variables the headers name that are not set (or blank) in the environment."""
+    return [name for name in header_env(headers) if not os.environ.get(name, "").strip()]

@@ -170,10 +170,11 @@ def _http_app(config: ProviderConfig) -> Provider:
 
 def _check_http_app(config: ProviderConfig) -> None:
     from evalkit.providers.apphttp import check
-    from evalkit.providers.http import check_url
+    from evalkit.providers.http import check_proxy, check_url
 
     assert config.url is not None
     check_url(config.url, f"provider '{config.id}': url")
+    check_proxy(config, config.url)  # the environment's, for this endpoint
     check(config)
 
 

@@ -12,30 +12,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from dataclasses import replace
 from typing import Any
 
-from evalkit.config import ProviderConfig
+from evalkit.config import ProviderConfig, header_env, unset_env
 from evalkit.errors import InputError, ProviderError
 from evalkit.providers.app import app_completion, app_request, dig, top_level
 from evalkit.providers.http import provider_client
 from evalkit.records import Completion, CompletionRequest
 
-ENV_NAME = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def header_env(config: ProviderConfig) -> list[str]:
-    """The environment variables the instance's headers name (``env.NAME``), in order."""
-    names: list[str] = []
-    for value in config.headers.values():
-        names.extend(n for n in ENV_NAME.findall(value) if n not in names)
-    return names
-
 
 def check(config: ProviderConfig) -> None:
     """Before any call: every variable a header names is set."""
-    missing = [name for name in header_env(config) if not os.environ.get(name, "").strip()]
+    missing = unset_env(config.headers)
     if missing:
         where = f"{config.where}: " if config.where else ""
         raise InputError(
@@ -54,7 +43,7 @@ class HttpAppProvider:
         self.instance_id = config.id
         self.config = config
         self._render = config.render
-        environment = {name: os.environ[name].strip() for name in header_env(config)}
+        environment = {name: os.environ[name].strip() for name in header_env(config.headers)}
         headers = {k: str(self._render(v, {"env": environment})).strip() for k, v in config.headers.items()}
         self.client = provider_client(
             replace(config, headers={}), config.url, headers, None, tuple(environment.values())

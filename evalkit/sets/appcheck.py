@@ -6,7 +6,7 @@ application"): what can be known without calling anything, each an issue at its 
 - ``command``: the command can be split like a shell would, names a program that exists (on
   PATH, or a path relative to evalkit.yaml), and its arguments' templates parse.
 - ``http``: the body's and the headers' templates parse (the URL is checked with the others);
-  a header may read the environment only as ``env.NAME``.
+  ``validate`` also checks that every variable a header reads (``{{ env.NAME }}``) is set.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from evalkit.config import APPLICATION_ADAPTERS, split_command
+from evalkit.config import APPLICATION_ADAPTERS, split_command, unset_env
 from evalkit.errors import Issue
 from evalkit.sets.templates import Renderer
 from evalkit.sets.yamldoc import DataPath, Document
@@ -98,3 +98,24 @@ def command_problem(root: Path, command: str, renderer: Renderer) -> str | None:
         if found is not None:
             return f"argument {argument!r}: {found.message}"
     return None
+
+
+def header_env_issues(doc: Document) -> list[Issue]:
+    """Every variable an ``http`` instance's header reads (``{{ env.NAME }}``) is set: checked by
+    ``validate`` (and by a run, for the instances it uses), not by every command that reads the
+    config, as keys are (``report`` needs no token)."""
+    issues: list[Issue] = []
+    data = doc.data if isinstance(doc.data, dict) else {}
+    for index, entry in enumerate(data.get("providers") or []):
+        headers = entry.get("headers") if isinstance(entry, dict) and entry.get("adapter") == "http" else None
+        for name, value in (headers or {}).items() if isinstance(headers, dict) else ():
+            unset = unset_env({name: value}) if isinstance(value, str) else []
+            if unset:
+                issues.append(
+                    doc.issue(
+                        ("providers", index, "headers", name),
+                        f"environment variable {unset[0]} is not set (this header reads env.{unset[0]}); "
+                        "export it before the run",
+                    )
+                )
+    return issues

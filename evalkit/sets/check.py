@@ -16,6 +16,7 @@ from evalkit.answers import read_answers
 from evalkit.config import ANTHROPIC_DEFAULT_URL, CONFIG_NAME, OPENAI_DEFAULT_URL, Config, choose_provider, find_config
 from evalkit.errors import InputError, Issue, SetError
 from evalkit.proxies import environment_proxy
+from evalkit.sets.appcheck import header_env_issues
 from evalkit.sets.baselinefile import load_baseline_file
 from evalkit.sets.cases import grouped, read_cases
 from evalkit.sets.configfile import build_config, config_issues
@@ -220,7 +221,7 @@ def _config_file_issues(doc: Document, file: Path) -> list[Issue]:
                 )
             elif isinstance(written, str) and key == "path" and provider.get("adapter") == "replay":
                 issues += _answers_issues(file.parent / written)
-    return issues + _proxy_issues(doc)
+    return issues + _proxy_issues(doc) + header_env_issues(doc)
 
 
 def _proxy_issues(doc: Document) -> list[Issue]:
@@ -232,6 +233,8 @@ def _proxy_issues(doc: Document) -> list[Issue]:
         if isinstance(provider, dict) and provider.get("adapter") in _DEFAULT_URLS and provider.get("proxy") is None:
             url = provider.get("base_url") or _DEFAULT_URLS[provider["adapter"]]
             endpoints.append((("providers", index, "base_url" if "base_url" in provider else "adapter"), url))
+        elif isinstance(provider, dict) and provider.get("adapter") == "http" and provider.get("proxy") is None:
+            endpoints.append((("providers", index, "url"), provider.get("url")))
     for index, retriever in enumerate(data.get("retrievers") or []):
         if isinstance(retriever, dict) and retriever.get("kind") == "http":
             endpoints.append((("retrievers", index, "url"), retriever.get("url")))

@@ -373,3 +373,29 @@ def test_an_application_s_cache_key_holds_the_prompt_s_variables() -> None:
     )
     # a model is not sent the variables: its key is what it was
     assert cache_key("m", one, endpoint="openai http://h/v1") == cache_key("m", other, endpoint="openai http://h/v1")
+
+
+def test_validate_names_a_header_s_unset_variable_and_report_does_not_need_it(cli: Any, write_file: Any) -> None:
+    write_file(
+        "evalkit.yaml",
+        "providers:\n  - {id: app, adapter: http, url: 'http://127.0.0.1:9/x', response: {output: a},\n"
+        "     headers: {Authorization: 'Bearer {{ env.APP_TOKEN_UNSET }}'}}\n",
+    )
+    result = cli("validate")
+    assert result.exit_code == 2
+    assert "evalkit.yaml:3:" in result.stderr
+    assert "environment variable APP_TOKEN_UNSET is not set (this header reads env.APP_TOKEN_UNSET)" in result.stderr
+    assert cli("report").exit_code == 0  # a command that calls nothing needs no token
+
+
+def test_an_unusable_environment_proxy_for_an_application_is_exit_2_before_any_call(
+    cli: Any, write_file: Any, fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APP_TOKEN", "t")
+    monkeypatch.setenv("HTTP_PROXY", "ftp://proxy.example:21")
+    http_config(write_file, fake_llm.url)
+    result = cli("run", "set.yaml")
+    assert result.exit_code == 2, result.stderr
+    assert "HTTP_PROXY" in result.stderr
+    assert fake_llm.calls == 0
+    assert cli("validate").exit_code == 2
