@@ -564,3 +564,29 @@ def test_a_registry_registers_only_the_wanted_plugins_of_its_group(site: PluginS
     assert registry.names() == ["echo"]
     assert registry.from_plugins(["echo"], register) == {}
     assert len(loaded) == 1  # registered already: not loaded again
+
+
+def test_assertion_plugins_go_through_the_shared_loop_keyed_by_the_names_a_set_uses(site: PluginSite) -> None:
+    """``not_x`` asks for the plugin ``x``; each name the set used gets its plugin's error; a
+    plugin named ``not_...`` is refused (negation is derived), naming its distribution."""
+    from evalkit.assertions import registry
+
+    site.demo().broken()
+    site.add("evalkit-odd-plugin", {"evalkit_odd_plugin": "def check(response, context):\n    return True\n"},
+             {"evalkit.assertions": {"not_rude": "evalkit_odd_plugin:check"}})  # fmt: skip
+    errors = registry.from_plugins({"not_shouting", "exploding", "not_exploding", "not_rude", "not_nowhere"})
+    broken = (
+        "plugin 'exploding' (evalkit.assertions, from evalkit-broken-plugin 0.2.0, evalkit_broken_plugin:check) "
+        "cannot be loaded: RuntimeError: broken on purpose"
+    )
+    assert errors == {
+        "exploding": broken,
+        "not_exploding": broken,
+        "not_rude": "plugin 'not_rude' from evalkit-odd-plugin: assertion type 'not_rude': a name cannot start "
+        "with 'not_' (negation is derived)",
+    }
+    assert list(errors) == sorted(errors)
+    shouting = registry.get("not_shouting")
+    assert shouting is not None
+    assert shouting.negated
+    assert shouting.origin == "evalkit-demo-plugin 0.1.0"

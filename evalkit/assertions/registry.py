@@ -253,22 +253,25 @@ def _shown(value: Any) -> str:
 
 def from_plugins(wanted: set[str]) -> dict[str, str]:
     """Register the plugin assertion types among ``wanted`` (names a set uses that are not built
-    in; ``not_x`` asks for ``x``). Returns the errors of those that failed to load, by name."""
+    in; ``not_x`` asks for ``x``). Returns the errors of those that failed to load, by the name
+    the set used."""
     _ensure()
-    errors: dict[str, str] = {}
     available = plugins.installed(_REGISTRY.group)
-    for used in sorted(wanted):
-        name = used[len(NEGATION) :] if used.startswith(NEGATION) and used not in available else used
-        plugin = available.get(name)
-        if plugin is None or name in _REGISTRY:
-            continue
-        try:
-            register_function(name, plugins.load(plugin), origin=f"{plugin.distribution} {plugin.version}")
-        except plugins.PluginError as exc:
-            errors[used] = str(exc)
-        except ValueError as exc:
-            errors[used] = f"plugin '{name}' from {plugin.distribution}: {exc}"
-    return errors
+    asked = {
+        used: used[len(NEGATION) :] if used.startswith(NEGATION) and used not in available else used
+        for used in sorted(wanted)
+    }
+    errors = _REGISTRY.from_plugins(asked.values(), _register_plugin)
+    return {used: errors[name] for used, name in asked.items() if name in errors}
+
+
+def _register_plugin(name: str, function: Any, origin: str) -> AssertionType:
+    """``register_function`` for the plugin loop: a name it refuses is the plugin's error."""
+    try:
+        return register_function(name, function, origin=origin)
+    except ValueError as exc:
+        distribution = plugins.installed(_REGISTRY.group)[name].distribution
+        raise plugins.PluginError(f"plugin '{name}' from {distribution}: {exc}") from None
 
 
 def register_function(name: str, function: Any, *, origin: str, description: str = "") -> AssertionType:
