@@ -9,6 +9,12 @@ what failed) for the files that use it, and nothing at all for the others. The r
 turn a loaded object into a registered name; this module only finds, imports and checks the shape
 of what a group promises: a function for an assertion type, a class with ``from_config(options)``
 for an adapter or a retriever kind.
+
+The three registries are each a ``Registry`` of their own records, after inspect_ai's
+``_util/registry.py`` (one registry serves every kind): a name is registered once (a second
+registration is refused, naming both origins), names keep their registration order, and a lookup
+is one dict access (the grader looks up every assertion of every answer). The built-ins register
+through the same ``add`` a plugin reaches (README, "Plugins").
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 ASSERTIONS = "evalkit.assertions"
 PROVIDERS = "evalkit.providers"
@@ -87,6 +93,57 @@ def shape_problem(group: str, loaded: Any) -> str | None:
 
 
 Register = Callable[[str, Any, str], object]  # (name, loaded object, origin)
+
+
+class Registered(Protocol):
+    """What a registry holds: a record with its name and the distribution that registered it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def origin(self) -> str: ...
+
+
+T = TypeVar("T", bound=Registered)
+
+
+class Registry(Generic[T]):
+    """The records of one kind (``what``: "assertion type", "provider adapter", ...) by name, in
+    registration order, and the entry point ``group`` its plugins come from. ``get(name)`` is the
+    record or None; it is the dict's own ``get``, so a lookup runs no Python code."""
+
+    __slots__ = ("entries", "get", "group", "what")
+
+    def __init__(self, what: str, group: str) -> None:
+        self.what = what
+        self.group = group
+        self.entries: dict[str, T] = {}
+        self.get: Callable[[str], T | None] = self.entries.get
+
+    def add(self, record: T) -> T:
+        """Register ``record`` under its name; a name registered twice is refused (ValueError)."""
+        held = self.entries.get(record.name)
+        if held is not None:
+            raise ValueError(f"{self.what} {record.name!r} is registered twice ({held.origin} and {record.origin})")
+        self.entries[record.name] = record
+        return record
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def names(self) -> list[str]:
+        """The registered names, in registration order."""
+        return list(self.entries)
+
+    def records(self) -> list[T]:
+        """The registered records, in registration order."""
+        return list(self.entries.values())
+
+    def from_plugins(self, wanted: Iterable[str], register: Register) -> dict[str, str]:
+        """``register_wanted`` for this registry's group: the plugins among ``wanted`` not
+        registered yet, registered through ``register``; the errors of those that failed, by name."""
+        return register_wanted(self.group, wanted, self, register)
 
 
 def register_wanted(

@@ -18,7 +18,9 @@ import sys
 import sysconfig
 import textwrap
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -482,3 +484,109 @@ def test_validate_leaves_a_plugin_adapters_own_keys_alone(site: PluginSite, isol
     result = cli("validate", "evalkit.yaml")
     assert result.exit_code == 2
     assert "replay answers file 'data/missing.jsonl' not found" in result.stderr
+
+
+@dataclass(frozen=True, slots=True)
+class Widget:
+    """A record for the generic Registry: a name and the distribution that registered it."""
+
+    name: str
+    origin: str = "evalkit"
+    size: int = 0
+
+
+def test_a_registry_keeps_registration_order_and_looks_up_by_name() -> None:
+    from evalkit.plugins import Registry
+
+    registry: Registry[Widget] = Registry("widget", "evalkit.widgets")
+    zebra, apple, mango = Widget("zebra"), Widget("apple"), Widget("mango")
+    for widget in (zebra, apple, mango):
+        assert registry.add(widget) is widget
+    assert registry.names() == ["zebra", "apple", "mango"]  # registration order, not sorted
+    assert registry.records() == [zebra, apple, mango]
+    assert registry.get("apple") is apple
+    assert registry.get("pear") is None
+    assert "mango" in registry
+    assert "pear" not in registry
+
+
+def test_a_registry_refuses_a_name_registered_twice_naming_both_origins() -> None:
+    from evalkit.plugins import Registry
+
+    registry: Registry[Widget] = Registry("widget", "evalkit.widgets")
+    first = registry.add(Widget("gear", size=1))
+    with pytest.raises(ValueError, match=r"^widget 'gear' is registered twice \(evalkit and evalkit-gears 2\.0\)$"):
+        registry.add(Widget("gear", origin="evalkit-gears 2.0", size=2))
+    assert registry.get("gear") is first  # the first registration stands
+    assert registry.names() == ["gear"]
+
+
+def test_a_registry_lookup_runs_no_python_code() -> None:
+    """The grader looks up every assertion of every answer: a lookup is the dict's own get."""
+    from evalkit.plugins import Registry
+
+    registry: Registry[Widget] = Registry("widget", "evalkit.widgets")
+    registry.add(Widget("gear"))
+    calls: list[str] = []
+
+    def tracer(frame: FrameType, event: str, arg: object) -> None:
+        calls.append(frame.f_code.co_qualname)
+
+    sys.setprofile(tracer)
+    try:
+        found, missing = registry.get("gear"), registry.get("cog")
+    finally:
+        sys.setprofile(None)
+    assert (found, missing) == (Widget("gear"), None)
+    python_calls = [name for name in calls if name != "test_a_registry_lookup_runs_no_python_code"]
+    assert python_calls == []
+
+
+def test_a_registry_registers_only_the_wanted_plugins_of_its_group(site: PluginSite) -> None:
+    """``from_plugins`` goes through the shared entry-point loop for the registry's own group: a
+    wanted name already registered is not loaded again, one no plugin provides is left alone."""
+    from evalkit import plugins
+    from evalkit.plugins import Registry
+
+    site.demo().broken()
+    registry: Registry[Widget] = Registry("provider adapter", plugins.PROVIDERS)
+    loaded: list[tuple[str, str, str]] = []
+
+    def register(name: str, obj: Any, origin: str) -> Widget:
+        loaded.append((name, obj.__name__, origin))
+        return registry.add(Widget(name, origin))
+
+    errors = registry.from_plugins(["echo", "brokenllm", "keyword", "nowhere"], register)
+    # keyword is a retriever kind (another group's), nowhere no plugin's
+    assert loaded == [("echo", "EchoProvider", "evalkit-demo-plugin 0.1.0")]
+    assert list(errors) == ["brokenllm"]
+    assert "plugin 'brokenllm' (evalkit.providers, from evalkit-broken-plugin 0.2.0" in errors["brokenllm"]
+    assert registry.names() == ["echo"]
+    assert registry.from_plugins(["echo"], register) == {}
+    assert len(loaded) == 1  # registered already: not loaded again
+
+
+def test_assertion_plugins_go_through_the_shared_loop_keyed_by_the_names_a_set_uses(site: PluginSite) -> None:
+    """``not_x`` asks for the plugin ``x``; each name the set used gets its plugin's error; a
+    plugin named ``not_...`` is refused (negation is derived), naming its distribution."""
+    from evalkit.assertions import registry
+
+    site.demo().broken()
+    site.add("evalkit-odd-plugin", {"evalkit_odd_plugin": "def check(response, context):\n    return True\n"},
+             {"evalkit.assertions": {"not_rude": "evalkit_odd_plugin:check"}})  # fmt: skip
+    errors = registry.from_plugins({"not_shouting", "exploding", "not_exploding", "not_rude", "not_nowhere"})
+    broken = (
+        "plugin 'exploding' (evalkit.assertions, from evalkit-broken-plugin 0.2.0, evalkit_broken_plugin:check) "
+        "cannot be loaded: RuntimeError: broken on purpose"
+    )
+    assert errors == {
+        "exploding": broken,
+        "not_exploding": broken,
+        "not_rude": "plugin 'not_rude' from evalkit-odd-plugin: assertion type 'not_rude': a name cannot start "
+        "with 'not_' (negation is derived)",
+    }
+    assert list(errors) == sorted(errors)
+    shouting = registry.get("not_shouting")
+    assert shouting is not None
+    assert shouting.negated
+    assert shouting.origin == "evalkit-demo-plugin 0.1.0"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit import plugins
 from evalkit.records import JsonValue, ToolCall, quick_init
 
 NEGATION = "not_"
@@ -128,7 +129,8 @@ class AssertionType:
     negated: bool = False
 
 
-_TYPES: dict[str, AssertionType] = {}
+_REGISTRY: plugins.Registry[AssertionType] = plugins.Registry("assertion type", plugins.ASSERTIONS)
+_TYPES = _REGISTRY.entries  # the positive types by name (tests snapshot and restore it)
 
 
 def register(
@@ -144,11 +146,7 @@ def register(
     """Register ``name`` (and with it ``not_<name>``). A name registered twice is refused."""
     if name.startswith(NEGATION):
         raise ValueError(f"assertion type {name!r}: a name cannot start with {NEGATION!r} (negation is derived)")
-    if name in _TYPES:
-        raise ValueError(f"assertion type {name!r} is registered twice ({_TYPES[name].origin} and {origin})")
-    kind = AssertionType(name, check, evaluate, dict(schema), description, needs, origin)
-    _TYPES[name] = kind
-    return kind
+    return _REGISTRY.add(AssertionType(name, check, evaluate, dict(schema), description, needs, origin))
 
 
 def _builtins() -> None:
@@ -168,7 +166,7 @@ def _ensure() -> None:
 def positive_names() -> list[str]:
     """Every registered (positive) name, sorted."""
     _ensure()
-    return sorted(_TYPES)
+    return sorted(_REGISTRY.names())
 
 
 def names() -> list[str]:
@@ -180,11 +178,11 @@ def get(name: str) -> AssertionType | None:
     """The type ``name`` (``not_<name>`` derived from ``name``), or None when it is not registered."""
     if not _LOADED:
         _ensure()
-    kind = _TYPES.get(name)
+    kind = _REGISTRY.get(name)
     if kind is not None:
         return kind
     if name.startswith(NEGATION):
-        positive = _TYPES.get(name[len(NEGATION) :])
+        positive = _REGISTRY.get(name[len(NEGATION) :])
         if positive is not None:
             return _negation(positive)
     return None
@@ -192,7 +190,7 @@ def get(name: str) -> AssertionType | None:
 
 def types() -> list[AssertionType]:
     _ensure()
-    return [_TYPES[n] for n in sorted(_TYPES)]
+    return sorted(_REGISTRY.records(), key=lambda kind: kind.name)
 
 
 _NEGATIONS: dict[str, AssertionType] = {}
@@ -255,24 +253,25 @@ def _shown(value: Any) -> str:
 
 def from_plugins(wanted: set[str]) -> dict[str, str]:
     """Register the plugin assertion types among ``wanted`` (names a set uses that are not built
-    in; ``not_x`` asks for ``x``). Returns the errors of those that failed to load, by name."""
-    from evalkit import plugins
-
+    in; ``not_x`` asks for ``x``). Returns the errors of those that failed to load, by the name
+    the set used."""
     _ensure()
-    errors: dict[str, str] = {}
-    available = plugins.installed("evalkit.assertions")
-    for used in sorted(wanted):
-        name = used[len(NEGATION) :] if used.startswith(NEGATION) and used not in available else used
-        plugin = available.get(name)
-        if plugin is None or name in _TYPES:
-            continue
-        try:
-            register_function(name, plugins.load(plugin), origin=f"{plugin.distribution} {plugin.version}")
-        except plugins.PluginError as exc:
-            errors[used] = str(exc)
-        except ValueError as exc:
-            errors[used] = f"plugin '{name}' from {plugin.distribution}: {exc}"
-    return errors
+    available = plugins.installed(_REGISTRY.group)
+    asked = {
+        used: used[len(NEGATION) :] if used.startswith(NEGATION) and used not in available else used
+        for used in sorted(wanted)
+    }
+    errors = _REGISTRY.from_plugins(asked.values(), _register_plugin)
+    return {used: errors[name] for used, name in asked.items() if name in errors}
+
+
+def _register_plugin(name: str, function: Any, origin: str) -> AssertionType:
+    """``register_function`` for the plugin loop: a name it refuses is the plugin's error."""
+    try:
+        return register_function(name, function, origin=origin)
+    except ValueError as exc:
+        distribution = plugins.installed(_REGISTRY.group)[name].distribution
+        raise plugins.PluginError(f"plugin '{name}' from {distribution}: {exc}") from None
 
 
 def register_function(name: str, function: Any, *, origin: str, description: str = "") -> AssertionType:
@@ -294,8 +293,6 @@ def register_function(name: str, function: Any, *, origin: str, description: str
 
     def evaluate(value: Any, response: str, context: Context) -> Outcome:
         return call_check(function, response, context, name)
-
-    from evalkit import plugins
 
     summary = plugins.summary(function, description, origin)
     return register(name, check=check, evaluate=evaluate, schema={}, description=summary, origin=origin)

@@ -67,7 +67,8 @@ class Adapter:
     cached: Callable[[ProviderConfig], bool] = _cached
 
 
-_ADAPTERS: dict[str, Adapter] = {}
+_REGISTRY: plugins.Registry[Adapter] = plugins.Registry("provider adapter", plugins.PROVIDERS)
+_ADAPTERS = _REGISTRY.entries  # the adapters by name (tests snapshot and restore it)
 
 
 def register(
@@ -82,33 +83,27 @@ def register(
     cached: Callable[[ProviderConfig], bool] = _cached,
 ) -> Adapter:
     """Register the adapter ``name``. A name registered twice is refused."""
-    if name in _ADAPTERS:
-        raise ValueError(f"provider adapter {name!r} is registered twice ({_ADAPTERS[name].origin} and {origin})")
-    adapter = Adapter(name, build, check, endpoint, alias, description, origin, cached)
-    _ADAPTERS[name] = adapter
-    return adapter
+    return _REGISTRY.add(Adapter(name, build, check, endpoint, alias, description, origin, cached))
 
 
 def names() -> list[str]:
     """The registered adapters, in registration order (the built-ins first)."""
-    return list(_ADAPTERS)
+    return _REGISTRY.names()
 
 
 def get(name: str) -> Adapter | None:
-    return _ADAPTERS.get(name)
+    return _REGISTRY.get(name)
 
 
 def adapters() -> list[Adapter]:
-    return list(_ADAPTERS.values())
+    return _REGISTRY.records()
 
 
 def from_plugins(wanted: Iterable[str]) -> dict[str, str]:
     """Register the plugin adapters among ``wanted`` (adapters a config names that are not
     registered). Returns the errors of those that failed to load, by name; a name no plugin
     provides is left to the caller."""
-    return plugins.register_wanted(
-        plugins.PROVIDERS, wanted, _ADAPTERS, lambda name, obj, origin: register_class(name, obj, origin=origin)
-    )
+    return _REGISTRY.from_plugins(wanted, lambda name, obj, origin: register_class(name, obj, origin=origin))
 
 
 def register_class(name: str, cls: Any, *, origin: str, description: str = "") -> Adapter:
@@ -163,15 +158,15 @@ def _at(config: ProviderConfig, message: str) -> str:
 
 def resolve(config: ProviderConfig) -> Adapter:
     """The adapter of ``config``: registered, else a plugin's (loaded now), else InputError."""
-    adapter = _ADAPTERS.get(config.adapter)
+    adapter = _REGISTRY.get(config.adapter)
     if adapter is not None:
         return adapter
     errors = from_plugins([config.adapter])
     if config.adapter in errors:
         raise InputError(_at(config, errors[config.adapter]))
-    adapter = _ADAPTERS.get(config.adapter)
+    adapter = _REGISTRY.get(config.adapter)
     if adapter is None:
-        known = ", ".join([*names(), *(n for n in sorted(plugins.installed(plugins.PROVIDERS)) if n not in _ADAPTERS)])
+        known = ", ".join([*names(), *(n for n in sorted(plugins.installed(_REGISTRY.group)) if n not in _REGISTRY)])
         raise InputError(f"provider '{config.id}': unknown adapter '{config.adapter}' (known: {known})")
     return adapter
 

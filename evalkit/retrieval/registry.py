@@ -61,38 +61,33 @@ class RetrieverKind:
     origin: str = "evalkit"  # the distribution that registered it
 
 
-_KINDS: dict[str, RetrieverKind] = {}
+_REGISTRY: plugins.Registry[RetrieverKind] = plugins.Registry("retriever kind", plugins.RETRIEVERS)
+_KINDS = _REGISTRY.entries  # the kinds by name (tests snapshot and restore it)
 
 
 def register(name: str, *, build: Build, description: str, origin: str = "evalkit") -> RetrieverKind:
     """Register the kind ``name``. A name registered twice is refused."""
-    if name in _KINDS:
-        raise ValueError(f"retriever kind {name!r} is registered twice ({_KINDS[name].origin} and {origin})")
-    kind = RetrieverKind(name, build, description, origin)
-    _KINDS[name] = kind
-    return kind
+    return _REGISTRY.add(RetrieverKind(name, build, description, origin))
 
 
 def names() -> list[str]:
     """The registered kinds, in registration order (the built-ins first)."""
-    return list(_KINDS)
+    return _REGISTRY.names()
 
 
 def get(name: str) -> RetrieverKind | None:
-    return _KINDS.get(name)
+    return _REGISTRY.get(name)
 
 
 def kinds() -> list[RetrieverKind]:
-    return list(_KINDS.values())
+    return _REGISTRY.records()
 
 
 def from_plugins(wanted: Iterable[str]) -> dict[str, str]:
     """Register the plugin kinds among ``wanted`` (kinds a config names that are not registered).
     Returns the errors of those that failed to load, by name; a name no plugin provides is left
     to the caller."""
-    return plugins.register_wanted(
-        plugins.RETRIEVERS, wanted, _KINDS, lambda name, obj, origin: register_class(name, obj, origin=origin)
-    )
+    return _REGISTRY.from_plugins(wanted, lambda name, obj, origin: register_class(name, obj, origin=origin))
 
 
 def register_class(name: str, cls: Any, *, origin: str, description: str = "") -> RetrieverKind:
@@ -122,15 +117,15 @@ def _at(config: RetrieverConfig, message: str) -> str:
 
 def resolve(config: RetrieverConfig) -> RetrieverKind:
     """The kind of ``config``: registered, else a plugin's (loaded now), else InputError."""
-    kind = _KINDS.get(config.kind)
+    kind = _REGISTRY.get(config.kind)
     if kind is not None:
         return kind
     errors = from_plugins([config.kind])
     if config.kind in errors:
         raise InputError(_at(config, errors[config.kind]))
-    kind = _KINDS.get(config.kind)
+    kind = _REGISTRY.get(config.kind)
     if kind is None:
-        installed = [n for n in sorted(plugins.installed(plugins.RETRIEVERS)) if n not in _KINDS]
+        installed = [n for n in sorted(plugins.installed(_REGISTRY.group)) if n not in _REGISTRY]
         raise InputError(
             _at(config, f"unknown retriever kind '{config.kind}' (known: {', '.join(names() + installed)})")
         )
