@@ -107,7 +107,7 @@ def accept_baselines(
     config: Config, run_ids: list[str], *, db: str | Path | None = None, baselines: str | Path | None = None
 ) -> Any:
     """Write stored runs (default: the latest of every scope) into their sets' baseline files
-    (DESIGN 5.7) and mark them accepted; a run that cannot be a baseline is an InputError."""
+    (README "Baselines kept in the repository") and mark them accepted; a run that cannot be a baseline is an InputError."""
     from evalkit.baselines import accept_runs
 
     return accept_runs(config, run_ids, db=db, folder=baselines)
@@ -192,7 +192,7 @@ def html_report(
     limit: int | None = None,
     runs: Sequence[RunResult | RetrievalRunResult] = (),
 ) -> str:
-    """The self-contained HTML report (DESIGN 9) of the stored history, filtered as ``report``
+    """The self-contained HTML report (README "The HTML report") of the stored history, filtered as ``report``
     filters it; with ``runs`` (just made), of their sets, these runs shown as the latest."""
     from evalkit.report import html
     from evalkit.report.jsonout import envelope
@@ -220,7 +220,7 @@ def html_report(
             if latest_row["run_id"] in made:
                 run = made[latest_row["run_id"]]
                 meta: dict[str, Any] = {"privacy": config.privacy}
-                # only what the database keeps at this level: the file is an artifact (README, Privacy)
+                # only what the database keeps at this level: the file is an artifact (README "Privacy")
                 latest = envelope(
                     run if isinstance(run, RetrievalRunResult) else as_kept(run, config.privacy), run.gate
                 )
@@ -301,7 +301,7 @@ def show_run(
 def merge_databases(
     config: Config, sources: Sequence[str | Path], *, db: str | Path | None = None, with_cache: bool = False
 ) -> list[dict[str, object]]:
-    """Fold the runs of other evalkit databases into this one (DESIGN 8.1); one entry per source."""
+    """Fold the runs of other evalkit databases into this one (README "One history for a team: merge and export"); one entry per source."""
     from evalkit.store import Store
     from evalkit.store.merge import merge
 
@@ -366,7 +366,7 @@ def rank_models(
     config: Config | str | Path | None = None,
     db: str | Path | None = None,
 ) -> list[RankedModel]:
-    """The configured provider instances ranked by ``policy`` (DESIGN 7); with none configured,
+    """The configured provider instances ranked by ``policy`` (docs/contract.md "Model ranking"); with none configured,
     the implicit local instance once runs of it are stored (what ``evalkit run`` used)."""
     from evalkit.config import implicit_provider
     from evalkit.routing import Measured, rank
@@ -418,7 +418,7 @@ class Flip:
 
 @dataclass(frozen=True, slots=True)
 class RunComparison:
-    """Two stored runs compared item by item (DESIGN 3, evalkit compare)."""
+    """Two stored runs compared item by item (README "Commands", evalkit compare)."""
 
     first: dict[str, Any]
     second: dict[str, Any]

@@ -1,4 +1,4 @@
-"""Accepted baselines kept in the repository (DESIGN 5.7): accept stored runs, list the files.
+"""Accepted baselines kept in the repository (README "Baselines kept in the repository"): accept stored runs, list the files.
 
 A CI runner starts with an empty database, so the baseline a pull request is gated on is a
 text file committed next to the sets: ``baselines/<set id>.json``, one entry per scope (provider

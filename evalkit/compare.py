@@ -45,7 +45,7 @@ class BaselineRun:
     passed_count: int = 0
     item_count: int = 0
     set_fingerprint: str | None = None
-    source: str = "db"  # db | file (DESIGN 5.2)
+    source: str = "db"  # db | file (README "Baselines and regressions")
     file: str | None = None  # the baseline file, when the source is a file
     items: Mapping[str, tuple[float, float]] | None = None  # id -> (pass fraction, score); None: not kept
     repeats: int = 1  # samples per prompt behind ``items``
@@ -441,7 +441,7 @@ def gate_of(
     critical: Collection[str] = (),
 ) -> dict[str, Any]:
     """The gate block of the JSON output (and of the stored run): the regression gate when it
-    was asked for, and the absolute gates (DESIGN 5.8), which hold for every run with or without
+    was asked for, and the absolute gates (README "Absolute gates"), which hold for every run with or without
     a baseline. ``failures`` says each failure in words."""
     failures: list[str] = []
     comparison = run.comparison
@@ -565,7 +565,7 @@ def treatment_changes(before: dict[str, str | None], after: Mapping[str, str | N
 def compare_retrieval(
     run: RetrievalRunResult, previous: PreviousRetrieval | None, tolerances: RetrievalTolerances
 ) -> Comparison:
-    """baseline | compared | mismatch | unknown, per DESIGN 6."""
+    """baseline | compared | mismatch | unknown, per docs/contract.md "Retrieval evaluation"."""
     if run.error_count:
         return Comparison(
             "unknown",

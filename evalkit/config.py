@@ -114,7 +114,7 @@ class Config:
     default_provider: str | None = None
     decision_provider: str | None = None
     cache: bool = True
-    cache_ttl_days: int = 30  # cached completions older than this are not read (DESIGN 5.5)
+    cache_ttl_days: int = 30  # older entries are not read (docs/contract.md "The completion cache")
     baselines: Path | None = None  # as configured, relative to root; None: the default
     providers: tuple[ProviderConfig, ...] = ()
     retrievers: tuple[RetrieverConfig, ...] = ()
@@ -126,7 +126,7 @@ class Config:
 
     @property
     def baselines_dir(self) -> Path:
-        """The folder of accepted baseline files (DESIGN 5.7): ``baselines:``, else ``baselines/``
+        """The folder of accepted baseline files (README "Baselines kept in the repository"): ``baselines:``, else ``baselines/``
         beside evalkit.yaml (the working directory without one)."""
         return self.root / (self.baselines or "baselines")
 

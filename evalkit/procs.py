@@ -8,7 +8,7 @@ Linux, from /proc): those in its session or process group, those carrying its ma
 environment variable, inherited by whatever it starts), and their descendants; each is killed,
 until a look finds none left. The pipes are then read to their end, waiting at most ``REAP_S``
 for a process that escaped even that (one that cleared its environment and left the session):
-a command's time limit is held to within a second (README, Retrievers).
+a command's time limit is held to within a second (README "Configuration", its retrievers).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The proxy an endpoint is called through, chosen from the environment as curl chooses it
-(README, HTTP): ``https_proxy`` / ``HTTPS_PROXY`` for an https URL, ``http_proxy`` /
+(README "HTTP"): ``https_proxy`` / ``HTTPS_PROXY`` for an https URL, ``http_proxy`` /
 ``HTTP_PROXY`` for an http one, else ``all_proxy`` / ``ALL_PROXY`` (the lowercase name first);
 none when ``no_proxy`` / ``NO_PROXY`` names the host: ``*``, a domain (its subdomains included,
 a leading dot or not), an IP address, or a CIDR range (``127.0.0.0/8``, ``10.0.0.0/8``,

@@ -117,10 +117,10 @@ class Prompt:
     system: str | None = None  # None: inherit the set's; "": none
     params: Params = field(default_factory=dict)
     reference: str | None = None
-    critical: bool = False  # a failing critical prompt fails the gate (DESIGN 5.8)
+    critical: bool = False  # a failing critical prompt fails the gate (README "Absolute gates")
     threshold: float | None = None  # passes when the weighted score reaches it, not when all hold
-    vars: Mapping[str, Any] = field(default_factory=dict)  # given to python checks (DESIGN 2.4)
-    # a conversation (DESIGN 2.4) instead of one user message: every turn as sent, the last the
+    vars: Mapping[str, Any] = field(default_factory=dict)  # given to python checks (README "Assertions")
+    # a conversation (README "Templates, variables, data files and conversations") instead of one user message: every turn as sent, the last the
     # user's; ``prompt`` is then that last turn (what tables and reasons show)
     messages: tuple[Message, ...] = ()
     # the tools the call declares (README, "Tools and tool calls"): None inherits the set's
@@ -131,7 +131,7 @@ class Prompt:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """Absolute minimums a run must reach whatever its baseline (DESIGN 5.8); exact decimals."""
+    """Absolute minimums a run must reach whatever its baseline (README "Absolute gates"); exact decimals."""
 
     min_pass_rate: Decimal | None = None
     min_mean_score: Decimal | None = None
@@ -648,7 +648,7 @@ def _interval_text(interval: tuple[float, float], delta: float, scale: int, fmt:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Flips:
-    """Prompts whose outcome changed against the baseline, by id (DESIGN 5.7)."""
+    """Prompts whose outcome changed against the baseline, by id (README "Baselines kept in the repository")."""
 
     regressed: tuple[str, ...] = ()  # passed in the baseline, fail now
     fixed: tuple[str, ...] = ()  # failed in the baseline, pass now
@@ -764,9 +764,9 @@ class Comparison:
     treatment_changed: bool | None = None
     paired: PairedTest | None = None  # the paired test against the baseline, when one was run
     significance: float | None = None  # --significance ALPHA, when given
-    baseline_source: str | None = None  # file | db: where the baseline came from (DESIGN 5.2)
+    baseline_source: str | None = None  # file | db: where the baseline came from (README "Baselines and regressions")
     baseline_file: str | None = None  # the baseline file's path, when the source is a file
-    flips: Flips | None = None  # per-prompt flips against the baseline (DESIGN 5.7)
+    flips: Flips | None = None  # per-prompt flips against the baseline (README "Baselines kept in the repository")
     # how a regression under --significance was decided: "significant" (the paired test found
     # it), "undecided" (the test could not decide: the tolerance verdict stands) or "untested"
     gate_basis: str | None = None

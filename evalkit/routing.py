@@ -1,4 +1,4 @@
-"""Quality-aware ranking of provider instances (DESIGN 7): pure ordering over measured quality.
+"""Quality-aware ranking of provider instances (docs/contract.md "Model ranking"): pure ordering over measured quality.
 
 Quality is measured by the store (the latest verified deterministic run per set, scoped to the
 instance and its alias, averaged over sets); unknown quality stays unknown (None), a measured 0

@@ -69,7 +69,7 @@ def set_fingerprint(prompt_set: PromptSet) -> str:
                 **({"threshold": p.threshold} if p.threshold is not None else {}),
                 **({"messages": [[m.role, m.content] for m in p.messages]} if p.messages else {}),
                 # what the gate reads: only when set, so older sets keep their fingerprint (vars are
-                # not hashed: what is sent counts, however it was written; DESIGN 2.4)
+                # not hashed: what is sent counts, however it was written; README "Templates, variables, data files and conversations")
                 **({"critical": True} if p.critical else {}),
                 **_tooling(p.tools or (), p.tool_choice),
                 **({"tools": []} if p.tools == () else {}),  # declared none: not the set's
@@ -360,7 +360,7 @@ def call_facts(caller: Caller, completion: Completion) -> CallFacts:
 
 
 def stored_grader(grader_name: str, items: Sequence[ItemResult]) -> str:
-    """The grader a run is stored under: the shared yardstick, else what DESIGN 4 prescribes."""
+    """The grader a run is stored under: the shared yardstick, else what README "Graders" prescribes."""
     graded = [i for i in items if not i.errored]
     yardsticks = {i.yardstick for i in graded}
     if grader_name != "decision":

@@ -158,7 +158,7 @@ def plan_run(
 
 
 def _check_priced(sets: Sequence[PromptSet], config: Config, targets: Sequence[Target]) -> None:
-    """A ``cost`` assertion needs every instance that may answer to be priced (DESIGN 4.1)."""
+    """A ``cost`` assertion needs every instance that may answer to be priced (README "Assertions")."""
     from evalkit.assertions import registry
 
     for prompt_set in sets:
@@ -394,7 +394,7 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
                 stored.append(_compare_and_save(plan, store, run))
     except KeyboardInterrupt:
         raise _interrupted(len(runs), stored, cache) from None
-    except StoreError as exc:  # the runs were carried out: they are still reported (DESIGN 3)
+    except StoreError as exc:  # the runs were carried out: they are still reported (README "Commands")
         if cache is not None:
             cache.flush(wait_s=0.0)  # once more, without waiting: a busy database keeps them pending
         lost = [
@@ -455,7 +455,7 @@ def _gated(plan: RunPlan, run: RunResult) -> RunResult:
 
 def _baseline(plan: RunPlan, store: Any, run: RunResult) -> BaselineRun | None:
     """The run's baseline: its scope's entry in the set's baseline file, else the newest
-    comparable run of its scope in the database (DESIGN 5.2)."""
+    comparable run of its scope in the database (README "Baselines and regressions")."""
     from evalkit.store import find_baseline, item_outcomes
 
     gen = run.generator
@@ -672,7 +672,7 @@ def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
             stored = replace(run, comparison=comparison)
             stored = replace(stored, gate=gate_of(stored, plan.fail_on_regression))
             save_retrieval_run(store, stored, plan.config.privacy, __version__, stored.gate)
-    except StoreError as exc:  # carried out: still reported (DESIGN 3)
+    except StoreError as exc:  # carried out: still reported (README "Commands")
         lost = replace(run, comparison=Comparison("unknown", f"Not compared: the run could not be stored ({exc})."))
         lost = replace(lost, gate=gate_of(lost, plan.fail_on_regression))
         raise RunsNotStored(f"{exc}; the run was not stored", (lost,)) from None

@@ -1,4 +1,4 @@
-"""Regression verdicts (DESIGN 5.1-5.3): exact arithmetic, states and gates."""
+"""Regression verdicts (README "Baselines and regressions"): exact arithmetic, states and gates."""
 
 from __future__ import annotations
 

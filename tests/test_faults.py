@@ -120,7 +120,7 @@ def test_a_database_held_at_store_time_still_prints_the_run_that_was_carried_out
     result = cli("run", "sets/s.yaml", "--format", "json")
     assert result.exit_code == 3, result.stderr
     assert "held by another" in result.stderr
-    document = json.loads(result.stdout)  # DESIGN 3: the JSON of a run carried out is printed whatever the exit
+    document = json.loads(result.stdout)  # README "Commands": a run carried out prints its JSON, whatever the exit code
     assert document["prompt_count"] == 3
     assert document["passed_count"] == 3
     assert document["comparison"]["state"] == "not_compared"

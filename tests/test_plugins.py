@@ -1,4 +1,4 @@
-"""Plugins through entry points (DESIGN 4.1): a real plugin package, pip-installed into a
+"""Plugins through entry points (README "Plugins"): a real plugin package, pip-installed into a
 temporary venv, gives evalkit an assertion type, a provider adapter and a retriever kind; a
 plugin that raises on import breaks only the files that use it; ``evalkit --version --verbose``
 lists what is installed.

@@ -1,4 +1,4 @@
-"""Records: aggregates (DESIGN 4), the run's generator (5.4) and tolerance parsing (5.1)."""
+"""Records: aggregates (README "Score and pass"), the run's generator (docs/contract.md "Serving identity") and tolerance parsing (README "Baselines and regressions")."""
 
 from __future__ import annotations
 

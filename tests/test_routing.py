@@ -1,4 +1,4 @@
-"""Quality-aware ranking (DESIGN 7): the four policies as pure functions, and the measured quality
+"""Quality-aware ranking (docs/contract.md "Model ranking"): the four policies as pure functions, and the measured quality
 read from a real DuckDB history through ``evalkit.rank_models`` / ``evalkit.select_by_quality``."""
 
 from __future__ import annotations

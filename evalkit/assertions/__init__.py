@@ -1,4 +1,4 @@
-"""Assertion types: the registry (DESIGN 4.1) and one module per family of built-in types
+"""Assertion types: the registry (README "Assertions") and one module per family of built-in types
 (text, patterns, jsondoc, call, pyfunc). Plugins register through ``register`` too."""
 
 from evalkit.assertions.registry import (

@@ -156,7 +156,7 @@ def _compiled_schema(canonical: str) -> Any:
     except RecursionError:
         raise AssertionValueError("invalid JSON Schema: nested too deeply to check; flatten it") from None
     # An empty registry retrieves nothing: no schema makes evalkit fetch a URL while grading.
-    # ``format`` is asserted, as promptfoo's ajv-formats does (README, Assertions).
+    # ``format`` is asserted, as promptfoo's ajv-formats does (README "Assertions").
     return validator_class(schema, registry=Registry(), format_checker=_format_checker())
 
 
@@ -188,7 +188,7 @@ FORMATS = frozenset(
 
 def unchecked_formats() -> frozenset[str]:
     """The Draft 2020-12 formats that no installed library checks: they hold for any string
-    (README, Assertions, lists them)."""
+    (README "Assertions" lists them)."""
     return FORMATS - set(_format_checker().checkers)
 
 

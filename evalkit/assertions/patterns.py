@@ -3,7 +3,7 @@ anywhere with the ``regex`` engine under a time limit, so catastrophic backtrack
 assertion with a reason instead of hanging the run. Given the grader's in-loop budget
 (``Context.regex_budget_s``) a search that outlives it raises ``SlowRegex``: the grader searches
 again off the event loop, so it does not hold up the calls in flight. There a prompt's searches
-share REGEX_TIMEOUT_S and a run's share RUN_REGEX_S (``Context.regex_clock``, README, Set files):
+share REGEX_TIMEOUT_S and a run's share RUN_REGEX_S (``Context.regex_clock``, README "Set files"):
 once they are spent a search still gets ``compiling.MIN_SEARCH_S``, so a hostile prompt costs a
 run milliseconds, not a second each. A schema's patterns are searched the same way."""
 

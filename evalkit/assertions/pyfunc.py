@@ -66,7 +66,7 @@ def _load(value: Any, where: Where) -> PythonCheck:
 
 
 def outcome_of(result: Any, name: str) -> Outcome:
-    """A check function's return value read as DESIGN 4.1 says."""
+    """A check function's return value read as README "Assertions" says."""
     if isinstance(result, bool):
         return Outcome(result, 1.0 if result else 0.0, "" if result else f"{name}: returned False")
     if isinstance(result, int | float):

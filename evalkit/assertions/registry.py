@@ -1,4 +1,4 @@
-"""The registry of assertion types (DESIGN 4.1).
+"""The registry of assertion types (README "Assertions").
 
 A family module registers each name with its load-time check and its evaluation; the built-ins
 register through the same call plugins use (``register``). ``not_<name>`` is derived for every

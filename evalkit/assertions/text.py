@@ -10,7 +10,7 @@ levenshtein, word_count.
 - levenshtein ``{value, max}``: the edit distance between the trimmed response and the value is
   at most ``max`` (insertions, deletions and substitutions of one character each), computed in
   bounded work: the cheaper of the whole table (bit-parallel) and the band of ``max`` edits, and
-  no verdict when both would exceed MAX_LEVENSHTEIN_STEPS (README, Assertions).
+  no verdict when both would exceed MAX_LEVENSHTEIN_STEPS (README "Assertions").
 - word_count ``{min, max}``: the number of whitespace-separated words is within (either bound).
 """
 
@@ -127,7 +127,7 @@ def _levenshtein_value(value: Any, where: Where) -> tuple[str, int]:
     return text.strip(WHITESPACE), limit
 
 
-MAX_LEVENSHTEIN_STEPS = 1_000_000_000  # about a second of either algorithm (README, Assertions)
+MAX_LEVENSHTEIN_STEPS = 1_000_000_000  # about a second of either algorithm (README "Assertions")
 _STEP_PER_DIAGONAL = 3000  # what a diagonal's Python step costs, in the bit-parallel one's steps
 
 

@@ -1,4 +1,4 @@
-"""``evalkit cache clear``: empty the completion cache (DESIGN 5.5)."""
+"""``evalkit cache clear``: empty the completion cache (docs/contract.md "The completion cache")."""
 
 from __future__ import annotations
 

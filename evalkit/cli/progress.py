@@ -1,7 +1,7 @@
 """Progress of ``evalkit run`` on stderr.
 
 On a terminal a transient rich bar, one task per set with that set's own total. Elsewhere (a CI
-log) a redrawn bar is noise, so the plain reporter prints lines instead (DESIGN 5.9): ``Running
+log) a redrawn bar is noise, so the plain reporter prints lines instead (README "Commands"): ``Running
 <set>: N prompts`` when a set starts, then ``<set>: <done>/<total> prompts, <n> errors, <t> s``
 each time the count reaches a tenth of the set's total, and at least every ``interval`` seconds
 while the set runs, so a slow endpoint still shows the job is alive.

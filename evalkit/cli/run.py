@@ -220,7 +220,7 @@ def warn_fallbacks(runs: Sequence[Any]) -> None:
 
 
 def progress_reporter(samples_per_prompt: int) -> AbstractContextManager[ProgressHooks]:
-    """A rich bar per set on a terminal; plain lines on stderr otherwise (DESIGN 5.9)."""
+    """A rich bar per set on a terminal; plain lines on stderr otherwise (README "Commands")."""
     from evalkit.cli.progress import progress_reporter as reporter
 
     fancy = fancy_progress()

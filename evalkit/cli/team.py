@@ -1,5 +1,5 @@
 """``evalkit merge`` and ``evalkit export``: one history from several databases, and the history
-for a warehouse (DESIGN 8.1)."""
+for a warehouse (README "One history for a team: merge and export")."""
 
 from __future__ import annotations
 

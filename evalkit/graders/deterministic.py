@@ -10,7 +10,7 @@ gave (README "Score and pass").
 A regex search first runs on the event loop with a 10 ms budget; one that needs longer is
 searched again in a thread (the regex engine releases the GIL), so it cannot stall every call in
 flight for its whole time limit. There the prompt's searches share a second and the run's (this
-grader's) ten seconds (``patterns.REGEX_TIMEOUT_S``, ``RUN_REGEX_S``; README, Set files).
+grader's) ten seconds (``patterns.REGEX_TIMEOUT_S``, ``RUN_REGEX_S``; README "Set files").
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -
                 elif outcome.reason:
                     notes.append(outcome.reason)
         results.append(result)
-    score = weighted / total if total else 1.0  # every weight 0: nothing counted fails (README: Score and pass)
+    score = weighted / total if total else 1.0  # every weight 0: nothing counted fails (README "Score and pass")
     if prompt.threshold is not None:
         passed = score >= prompt.threshold - 1e-12
         reason = assertions_reason(failed, counted, notes, (score, prompt.threshold, passed))

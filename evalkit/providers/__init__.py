@@ -32,7 +32,7 @@ def check_provider(config: ProviderConfig) -> None:
 
 
 def endpoint_identity(config: ProviderConfig) -> str:
-    """What an instance's answers come from, for the completion cache's key (DESIGN 5.5): an HTTP
+    """What an instance's answers come from, for the completion cache's key (docs/contract.md "The completion cache"): an HTTP
     adapter and its base URL as it goes on the wire (host in IDNA, default port and trailing
     slash dropped; any user:password@ is never sent, so never part of it), the local model
     file's content hash, a plugin's name, version and keys (hashed). Never a key or a header value."""

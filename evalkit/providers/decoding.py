@@ -1,7 +1,7 @@
 """A response body's Content-Encoding layers (``gzip``, ``deflate``; ``identity``), decoded as
 its raw bytes arrive, in bounded steps: no layer may produce more than the limit, and no step
 produces more than STEP bytes, so a body of nested bombs (``Content-Encoding: gzip, gzip``, a few
-hundred KB on the wire) stops at the limit without ever holding more (README, HTTP).
+hundred KB on the wire) stops at the limit without ever holding more (README "HTTP").
 
 httpx's own decoders inflate a whole chunk in one call (a 64 KB chunk of a double gzip is
 gigabytes): zlib's ``max_length`` is what bounds a step, so the layers are decoded here.

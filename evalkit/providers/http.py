@@ -1,5 +1,5 @@
 """JSON over HTTP on httpx's public API: one ``httpx.AsyncClient`` per endpoint, one TLS context
-per CA bundle for the process, faults mapped to evalkit errors (DESIGN 10).
+per CA bundle for the process, faults mapped to evalkit errors (README "HTTP").
 
 - 408, 409, 429, 5xx, connection errors and timeouts -> ``TransientError`` (retried by the policy)
 - 401, 403, 404 -> ``ProviderRefused`` (no retry can fix them: the run aborts)

@@ -1,11 +1,11 @@
-"""The registry of provider adapters (DESIGN 4.1).
+"""The registry of provider adapters (README "Plugins").
 
 Each adapter is registered by name with what evalkit asks of an instance of it:
 
 - ``build(config)``: the ``evalkit.protocols.Provider`` object (no network traffic yet);
 - ``check(config)``: raise now, before any call, what would stop the instance (a missing key,
   answers file or model file);
-- ``endpoint(config)``: what its answers come from, for the completion cache's key (DESIGN 5.5);
+- ``endpoint(config)``: what its answers come from, for the completion cache's key (docs/contract.md "The completion cache");
 - ``alias(config)``: the model alias sent when neither ``model:`` nor ``--model`` names one, or
   None when the instance needs one.
 
@@ -63,7 +63,7 @@ class Adapter:
     alias: Alias
     description: str
     origin: str = "evalkit"  # the distribution that registered it
-    # whether the completion cache keeps and replays this instance's answers (README, "Cache")
+    # whether the completion cache keeps and replays this instance's answers (docs/contract.md "The completion cache")
     cached: Callable[[ProviderConfig], bool] = _cached
 
 

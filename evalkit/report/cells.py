@@ -1,5 +1,5 @@
 """The HTML report's text cells (prompts, reasons, errors, answers), cut so the file stays small
-whatever the answers (README, The HTML report).
+whatever the answers (README "The HTML report").
 
 A cell shows at most ``CELL_CHARS`` characters, and the cells of one page share ``PAGE_CHARS``
 characters in all: when they would pass it, the longest are cut first, each to the same

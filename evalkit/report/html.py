@@ -1,4 +1,4 @@
-"""The self-contained HTML report (DESIGN 9): one file, no network, charts by Chart.js.
+"""The self-contained HTML report (README "The HTML report"): one file, no network, charts by Chart.js.
 
 Chart.js 4 (MIT, evalkit/report/vendor/chart.umd.min.js, from the npm package ``chart.js``) is
 embedded whole: about 210 KB, it draws lines and bars on a canvas offline, and its charts are
@@ -74,7 +74,7 @@ def chart_library() -> str:
 
 
 def scope_of(run: Mapping[str, Any]) -> str:
-    """One trend line per scope: instance, alias, reported model, grader (DESIGN 5.2)."""
+    """One trend line per scope: instance, alias, reported model, grader (README "Baselines and regressions")."""
     reported = run.get("reported_model") or "unverified"
     # drawn on a canvas as well as written in the page: shown, never obeyed; an endpoint's name cut
     names = (run.get("provider"), run.get("model"), reported, run.get("grader"))

@@ -1,4 +1,4 @@
-"""The JSON documents of DESIGN 3.2: one envelope per run (``run``, ``show``), ``report``."""
+"""The JSON documents of README "JSON output": one envelope per run (``run``, ``show``), ``report``."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def run_json(run: RunResult, gate: Mapping[str, Any] | None = None) -> dict[str,
             "prompt_count": run.prompt_count,
             "passed_count": run.passed_count,
             "error_count": run.error_count,
-            "cached_count": cached_counts(run)[0],  # answers replayed from the cache (DESIGN 5.5)
+            "cached_count": cached_counts(run)[0],  # replayed answers (docs/contract.md "The completion cache")
             "cached_before_run_count": cached_before_run(run)[
                 0
             ],  # of them, stored before this run (README "JSON output")
@@ -126,7 +126,7 @@ def documents(envelopes: Sequence[dict[str, Any]]) -> str:
 
 
 def retrieval_json(run: RetrievalRunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The envelope ``evalkit retrieval --format json`` prints (DESIGN 3.2)."""
+    """The envelope ``evalkit retrieval --format json`` prints (README "JSON output")."""
     comparison = run.comparison or Comparison("unknown", "Not compared: no store.")
     items = []
     for item in run.items:

@@ -86,7 +86,7 @@ MAX_ROWS = 50
 def _verdict(run: RunResult, failures: list[str]) -> str:
     """The run's verdict as an icon and a word or two."""
     comparison = run.comparison
-    if run.error_count:  # exit 3: not a quality verdict (README "Exit codes")
+    if run.error_count:  # exit 3: not a quality verdict (docs/ci.md "Exit codes")
         return f"❌ **could not complete**: {_errored(run.error_count, len(run.items))}"
     if failures:
         return "❌ **gate failed**"

@@ -152,7 +152,7 @@ def render_run(
         summary += f" · cost {dollars(run.cost)}"
     if run.grader_cost is not None:
         summary += f" · judge cost {dollars(run.grader_cost)}"
-    if run.items:  # a gate decided on replayed answers says so (DESIGN 5.5)
+    if run.items:  # a gate decided on replayed answers says so (docs/contract.md "The completion cache")
         from evalkit.report.summary import cache_note
 
         summary += f" · {cache_note(run)}"

@@ -122,7 +122,7 @@ def cached_counts(run: RunResult) -> tuple[int, int | None]:
 
 def cache_note(run: RunResult) -> str:
     """``answers from the cache: 2 of 3`` (and the judge's gradings), so that a gate decided on
-    replayed answers is visible (DESIGN 5.5); empty for a run without items."""
+    replayed answers is visible (docs/contract.md "The completion cache"); empty for a run without items."""
     if not run.items:
         return ""
     answers, gradings = cached_counts(run)

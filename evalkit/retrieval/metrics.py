@@ -1,4 +1,4 @@
-"""Retrieval scoring (DESIGN 6): pure functions over labelled questions and rankings.
+"""Retrieval scoring (docs/contract.md "Retrieval evaluation"): pure functions over labelled questions and rankings.
 
 A ranking is first reduced to its distinct, non-empty ids in order. Top-1 hit: the first is
 expected; top-3 hit: any of the first three is expected. A question with no expected ids is a

@@ -1,4 +1,4 @@
-"""Benchmark provenance and fingerprints (DESIGN 6).
+"""Benchmark provenance and fingerprints (docs/contract.md "Retrieval evaluation").
 
 The benchmark fingerprint says "same questions, same labels, same documents, same scoring": it
 hashes the corpus revision, the labels (ids, questions, forms, expected ids, hard classes; not

@@ -1,4 +1,4 @@
-"""The registry of retriever kinds (DESIGN 4.1, 6).
+"""The registry of retriever kinds (README "Plugins", docs/contract.md "Retrieval evaluation").
 
 Each kind is registered by name with ``build(config, resources)``: a ``Retriever``
 (``evalkit.protocols``: ``search`` one question at a time, asked concurrently) or a

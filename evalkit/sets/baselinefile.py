@@ -1,4 +1,4 @@
-"""Read, check and write a set's baseline file, ``baselines/<set id>.json`` (DESIGN 5.7).
+"""Read, check and write a set's baseline file, ``baselines/<set id>.json`` (README "Baselines kept in the repository").
 
 The file is committed and reviewed like code, so its text is canonical: keys sorted, two-space
 indent, a newline at the end, non-ASCII text kept readable, entries sorted by scope (provider,

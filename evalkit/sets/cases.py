@@ -1,4 +1,4 @@
-"""Data files of cases (DESIGN 2.4): the rows a set's ``template`` is made into prompts for.
+"""Data files of cases (README "Templates, variables, data files and conversations"): the rows a set's ``template`` is made into prompts for.
 
 A cases file is CSV with a header (read with the csv module, UTF-8 with or without a BOM),
 JSON Lines (one object per line) or a YAML list of mappings (positions from the node graph).

@@ -77,7 +77,7 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
         if file.suffix.lower() == ".csv" or (file.suffix == ".jsonl" and _holds_cases(file)):
             alone[file.resolve()] = _cases_issues(file)
             continue
-        if file.suffix == ".json":  # a baseline file (DESIGN 5.7)
+        if file.suffix == ".json":  # a baseline file (README "Baselines kept in the repository")
             try:
                 load_baseline_file(file)
             except SetError as exc:
@@ -100,7 +100,7 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
             issues = config_issues(doc)
             report.issues.extend(issues or _config_file_issues(doc, file))
             continue
-        if holds_rows(doc):  # a YAML cases file (DESIGN 2.4)
+        if holds_rows(doc):  # a YAML cases file (README "Templates, variables, data files and conversations")
             alone[file.resolve()] = _cases_issues(file, doc)
             continue
         cases = doc.data.get("cases") if isinstance(doc.data, dict) else None
@@ -212,7 +212,7 @@ def _config_file_issues(doc: Document, file: Path) -> list[Issue]:
     issues = []
     for index, provider in enumerate((doc.data or {}).get("providers") or []):
         if not isinstance(provider, dict) or provider.get("adapter") not in _built_in_adapters():
-            continue  # a plugin adapter's keys are its own (DESIGN 4.1): path: may mean anything there
+            continue  # a plugin adapter's keys are its own (README "Plugins"): path: may mean anything there
         for key, what in (("path", "replay answers file"), ("model_path", "model file")):
             written = provider.get(key)
             if isinstance(written, str) and not (file.parent / written).is_file():

@@ -25,7 +25,8 @@ def set_kind(doc: Document) -> str | None:
     """'prompts' or 'questions' by the top-level key, else None."""
     if not isinstance(doc.data, dict):
         return None
-    if "prompts" in doc.data or "template" in doc.data or "cases" in doc.data:  # DESIGN 2.4: rows as prompts
+    # rows as prompts: README "Templates, variables, data files and conversations"
+    if "prompts" in doc.data or "template" in doc.data or "cases" in doc.data:
         return "prompts"
     if "questions" in doc.data:
         return "questions"
@@ -182,7 +183,8 @@ def resolve_sets(targets: Sequence[str], set_dirs: Sequence[Path]) -> list[AnySe
             try:
                 loaded.append(load_set(file))
             except SetError as exc:
-                if kind == "dir" and _cases_file(file):  # a data file beside its sets (DESIGN 2.4)
+                # a data file beside its sets (README "Templates, variables, data files and conversations")
+                if kind == "dir" and _cases_file(file):
                     continue
                 issues.extend(exc.issues)
     if issues:

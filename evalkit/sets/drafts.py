@@ -1,4 +1,4 @@
-"""One prompt rendered and checked (DESIGN 2.4): the step between a prompt as written (a prompt
+"""One prompt rendered and checked (README "Templates, variables, data files and conversations"): the step between a prompt as written (a prompt
 of ``prompts:``, or the template with one row's columns) and its record.
 
 A ``Plan`` holds what does not depend on the variables, done once: the assertions whose values

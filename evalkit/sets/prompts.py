@@ -4,7 +4,7 @@ The checks run on whatever part of the document is well-formed, so ``evalkit val
 schema and semantic issues together: duplicate prompt ids, invalid regexes, invalid JSON
 Schemas, prompts with nothing to grade against, and tolerances that are not finite numbers.
 
-Templates (DESIGN 2.4): a prompt's strings (its prompt, system, message contents, reference and
+Templates (README "Templates, variables, data files and conversations"): a prompt's strings (its prompt, system, message contents, reference and
 every string in its assertions' values) are rendered with its variables (the set's ``vars``, the
 prompt's over them) before its assertions are checked, so a rendered regex is compiled as
 rendered. Each row of a ``cases`` file becomes a prompt made from ``template`` with the row's

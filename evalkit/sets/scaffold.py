@@ -146,7 +146,7 @@ lists the entries.
 """
 
 
-# the database and its write-ahead log (README "evalkit init"): committed, a CI job would replay
+# the database and its write-ahead log (README "Commands", evalkit init): committed, a CI job would replay
 # its cached answers instead of asking the endpoint
 GITIGNORE_NOTE = "# evalkit's run history and completion cache: never commit them (CI would replay the cache)"
 GITIGNORE_LINES = ("/.evalkit/*.duckdb", "/.evalkit/*.duckdb.wal")

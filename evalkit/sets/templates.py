@@ -1,4 +1,4 @@
-"""Jinja2 templates in set files (DESIGN 2.4), rendered when a set loads.
+"""Jinja2 templates in set files (README "Templates, variables, data files and conversations"), rendered when a set loads.
 
 A string without ``{{``, ``{%`` or ``{#`` is returned as written: a set that uses no templates
 pays one substring test per string and never imports jinja2. The others are parsed once per

@@ -1,4 +1,4 @@
-"""The history as Parquet (README, "One history for a team"): ``evalkit export --parquet DIR``.
+"""The history as Parquet (README "One history for a team: merge and export"): ``evalkit export --parquet DIR``.
 
 Three tables, each a folder partitioned by set in the Hive layout (``runs/set_id=faq/...``):
 ``runs`` (the runs table as it is), ``results`` (the items of prompt runs, with their set id)

@@ -1,4 +1,4 @@
-"""Folding other evalkit databases into this one (README, "One history for a team"):
+"""Folding other evalkit databases into this one (README "One history for a team: merge and export"):
 ``evalkit merge OTHER.duckdb...``.
 
 A source is a file the user hands us, maybe a CI artifact cut short, maybe hostile, so it is

@@ -98,14 +98,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         """,
     ),
     (
-        # DESIGN 5.2: a regressed run is a baseline only once it is accepted (evalkit baseline accept)
+        # README "Baselines and regressions": a regressed run is a baseline only once it is accepted (evalkit baseline accept)
         "m004_accepted_runs",
         """
         alter table runs add column accepted_at timestamp;
         """,
     ),
     (
-        # DESIGN 5.5: the endpoint an instance pointed at is part of the cache key (older entries,
+        # docs/contract.md "The completion cache": the endpoint an instance pointed at is part of the cache key (older entries,
         # keyed without it, are simply never hit) and is kept beside it for inspection
         "m005_cache_endpoint",
         """

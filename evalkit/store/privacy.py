@@ -1,4 +1,4 @@
-"""What a run record keeps at each privacy level (DESIGN 5.6).
+"""What a run record keeps at each privacy level (README "Privacy").
 
 - none: the run row only (aggregates, generator record, fingerprints, provenance);
 - metadata: plus one row per item with verdicts, scores, latencies, ids and text-free reasons;

@@ -20,7 +20,7 @@ def find_baseline(
     store: Store, *, set_id: str, provider: str, model: str, reported_model: str, grader: str
 ) -> dict[str, Any] | None:
     """The newest stored run of this scope with a verified generator and no errored items that
-    did not itself regress, unless it was accepted (DESIGN 5.2: no ratchet)."""
+    did not itself regress, unless it was accepted (README "Baselines and regressions": no ratchet)."""
     cursor = store.con.execute(
         """
         select run_id, pass_rate, mean_score, passed_count, item_count, set_fingerprint
@@ -84,7 +84,7 @@ def latest_per_scope(store: Store) -> list[str]:
 
 
 def mark_accepted(store: Store, run_ids: list[str]) -> None:
-    """Mark runs accepted as baselines (DESIGN 5.2); a run accepted before keeps its first time."""
+    """Mark runs accepted as baselines (README "Baselines and regressions"); a run accepted before keeps its first time."""
     now = datetime.now(UTC).replace(tzinfo=None)
     with store.transaction() as con:
         con.execute(

@@ -1,4 +1,4 @@
-"""What the HTML report draws (DESIGN 9): every stored run of the sets shown, oldest first, with
+"""What the HTML report draws (README "The HTML report"): every stored run of the sets shown, oldest first, with
 the marks the charts need (scope, baseline, accepted, regressed)."""
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple
 
 def as_kept(run: RunResult, level: str) -> RunResult:
     """``run`` with its items as the database keeps them at ``level`` (none at ``none``): what
-    a report of a run just made may show (README, Privacy)."""
+    a report of a run just made may show (README "Privacy")."""
     rows = [_item_row(run, i, item, level) for i, item in enumerate(run.items)] if keeps_items(level) else []
     return replace(run, items=tuple(_item_from_row(dict(zip(RESULT_COLUMNS, r, strict=True))) for r in rows))
 

@@ -1,4 +1,4 @@
-"""The vocabulary of DESIGN 4.1, type by type: each holds and fails on examples with a readable
+"""The vocabulary of README "Assertions", type by type: each holds and fails on examples with a readable
 reason, and each ``not_`` form holds exactly when its type does not (except when no verdict could
 be reached: then both fail). Then weights, thresholds and what ``python`` checks may return.
 

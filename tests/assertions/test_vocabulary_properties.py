@@ -1,4 +1,4 @@
-"""Property-based tests of the vocabulary's algebra (DESIGN 4.1), each against an oracle written
+"""Property-based tests of the vocabulary's algebra (README "Assertions"), each against an oracle written
 here: a negation holds exactly when its type does not (for every registered type), the any/all
 forms are any/all of ``contains``, the ``i`` forms are ``contains`` on case-folded text,
 ``levenshtein`` agrees with a plain full dynamic programme, ``equals_json`` is an equivalence that

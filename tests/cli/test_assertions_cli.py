@@ -1,4 +1,4 @@
-"""The assertion vocabulary through the CLI (DESIGN 4.1, 3.1, 3.2).
+"""The assertion vocabulary through the CLI (README "Assertions", README "Commands", README "JSON output").
 
 Load-time errors are exit 2 with file:line:col from both ``evalkit validate`` and ``evalkit run``,
 before any call (the loopback server counts none) and before anything is stored (no database

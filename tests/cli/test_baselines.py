@@ -1,4 +1,4 @@
-"""Baselines kept in the repository, no ratchet, absolute gates, and the CI outputs (DESIGN 5.2,
+"""Baselines kept in the repository, no ratchet, absolute gates, and the CI outputs (README "Baselines and regressions",
 5.7, 5.8, 5.9): `evalkit baseline accept/show`, `run --baselines`, flips, `gate.failures`,
 markdown and JUnit."""
 

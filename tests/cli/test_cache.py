@@ -1,4 +1,4 @@
-"""The completion cache seen from the CLI (DESIGN 5.5): --no-cache skips reading, not writing."""
+"""The completion cache seen from the CLI (docs/contract.md "The completion cache"): --no-cache skips reading, not writing."""
 
 from __future__ import annotations
 

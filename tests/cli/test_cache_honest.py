@@ -1,4 +1,4 @@
-"""The completion cache tells the truth (DESIGN 5.5): keyed by the endpoint an instance points at,
+"""The completion cache tells the truth (docs/contract.md "The completion cache"): keyed by the endpoint an instance points at,
 never by a key or header; replay answers are not cached; old entries are not read
 (``cache_ttl_days``); ``evalkit cache clear`` empties it; every run says how many of its answers
 came from it."""

@@ -85,7 +85,7 @@ def test_states_and_exit_codes(cli, project: FakeServer) -> None:
     )
 
     # Without the flag a regression is reported and the exit is 0 (the regressed run, being
-    # verified and error-free, is now the newest baseline of its scope: DESIGN 5.2).
+    # verified and error-free, is now the newest baseline of its scope: README "Baselines and regressions").
     project.wrong = {0, 1, 2, 3, 4, 5, 6}
     result, doc = run_json(cli)
     assert (result.exit_code, doc["comparison"]["regressed"]) == (0, True)

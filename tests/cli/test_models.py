@@ -1,4 +1,4 @@
-"""`evalkit models`: the configured instances ranked by measured quality (DESIGN 3.2, 7)."""
+"""`evalkit models`: the configured instances ranked by measured quality (README "JSON output", docs/contract.md "Model ranking")."""
 
 from __future__ import annotations
 

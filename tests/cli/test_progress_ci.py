@@ -1,4 +1,4 @@
-"""Progress in a CI log (DESIGN 5.9): plain lines on stderr at every 10% of a set and at least
+"""Progress in a CI log (README "Commands"): plain lines on stderr at every 10% of a set and at least
 every 10 s, never a redrawn bar. Time is a fake clock; the timer thread is driven by tick()."""
 
 from __future__ import annotations

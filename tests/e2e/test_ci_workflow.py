@@ -1,4 +1,4 @@
-"""The CI workflow of docs/ci.md end to end, with real processes and real git (DESIGN 5.7-5.9).
+"""The CI workflow of docs/ci.md end to end, with real processes and real git (README "Baselines kept in the repository", README "Absolute gates").
 
 A bare repository is "origin"; a developer clone commits the sets and the config. Every CI job
 is a fresh clone (a new runner with its own HOME and an empty database) that runs the gate

@@ -1,5 +1,5 @@
 """sets/vocabulary.yaml on the real local model (SmolLM2-135M via llama.cpp): the assertion
-vocabulary of DESIGN 4.1 passes on answers it really gives. Never asserts the model's text.
+vocabulary of README "Assertions" passes on answers it really gives. Never asserts the model's text.
 
 In CI (CI=true) a missing model fails this test instead of skipping it.
 """
@@ -17,7 +17,7 @@ from tests.conftest import REPO
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("local_model")]
 VOCABULARY = REPO / "sets" / "vocabulary.yaml"
-# what the set is there to show: every type of DESIGN 4.1 that reads the answer, and negation
+# what the set is there to show: every type of README "Assertions" that reads the answer, and negation
 SHOWN = {
     "icontains", "contains_any", "contains_all", "icontains_any", "icontains_all", "starts_with",
     "equals_json", "contains_json", "levenshtein", "word_count", "latency_ms",

@@ -810,13 +810,13 @@ def test_judge_cost_is_reported_apart_from_the_generator(cli: Any, project: Path
     ],
 )
 def test_a_judge_level_outside_the_five_levels_is_not_a_level(text: str) -> None:
-    # DESIGN 4: five levels 0-4; an answer without one is a failed decision, never a guessed level.
+    # README "Graders": five levels 0-4; an answer without one is a failed decision, never a guessed level.
     with pytest.raises(ValueError, match="level"):
         parse_answer(text)
 
 
 def test_a_weighted_level_just_below_the_pass_mark_fails() -> None:
-    # DESIGN 4: score = min(1, level/4), pass at score >= 0.6; 2.395 / 4 = 0.59875.
+    # README "Graders": score = min(1, level/4), pass at score >= 0.6; 2.395 / 4 = 0.59875.
     grade = level_grade(2.395, "x", "decision:judge:m:v1")
     assert (grade.passed, grade.score) == (False, pytest.approx(0.59875))
     assert grade.reason == "level 2.395/4: x"  # two decimals (2.40) would contradict the verdict

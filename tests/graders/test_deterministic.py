@@ -1,4 +1,4 @@
-"""The deterministic grader: the four assertions of DESIGN 4 at their edges, the grade, the regex
+"""The deterministic grader: the four assertions of README "Assertions" at their edges, the grade, the regex
 time limit, and regex / JSON Schema values that are load errors.
 
 Sets are written as JSON (which is YAML) so that control characters reach the loader exactly,
@@ -621,7 +621,7 @@ def test_a_run_of_many_hostile_prompts_spends_its_regex_time_once_and_stores_eve
 
 @pytest.mark.parametrize("threshold", [None, 0.5])
 def test_a_prompt_whose_weights_are_all_0_passes_with_score_1(isolated: Path, threshold: float | None) -> None:
-    """Weight 0 never fails a prompt (README: Score and pass), so a prompt whose assertions all
+    """Weight 0 never fails a prompt (README "Score and pass"), so a prompt whose assertions all
     have weight 0 passes with score 1, each verdict recorded (as promptfoo passes such a test)."""
     assertions = [{"type": "contains", "value": "Paris", "weight": 0}, {"type": "icontains", "value": "x", "weight": 0}]
     prompt = load_prompt(assertions)

@@ -1,4 +1,4 @@
-"""``json_schema`` against the official JSON-Schema-Test-Suite, Draft 2020-12 (DESIGN 4).
+"""``json_schema`` against the official JSON-Schema-Test-Suite, Draft 2020-12 (README "Assertions").
 
 The suite's every draft2020-12 group (and its optional ECMA-262 groups whose patterns use Unicode
 property escapes) is vendored, compacted, in tests/data/jsonschema_suite/draft2020-12.json; its
@@ -53,7 +53,7 @@ def test_draft2020_12(group: dict[str, Any]) -> None:
 
 def _asserted_format(group: dict[str, Any], test: dict[str, Any]) -> bool:
     """Whether the case is a string that is not of its format, which the suite only annotates by
-    default and evalkit asserts, as promptfoo does (README, Set files; its formats no library
+    default and evalkit asserts, as promptfoo does (README "Set files"; its formats no library
     checks hold for any string)."""
     name = group["schema"].get("format") if group["file"] == "format.json" else None
     return name is not None and name not in unchecked_formats() and test["description"].startswith("invalid ")

@@ -14,7 +14,7 @@ from evalkit.assertions.patterns import search
 from evalkit.assertions.registry import Context
 from evalkit.assertions.text import contains, exact
 
-# DESIGN 4: exact strips these characters, and only these.
+# README "Assertions": exact strips these characters, and only these.
 STRIPPED = " \t\n\r\0\x0b"
 NOT_STRIPPED = "\u00a0\x0c\u2028\u2029\x85\u3000\x1c\ufeff"
 

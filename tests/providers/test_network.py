@@ -1,4 +1,4 @@
-"""Proxies, CAs and bounded responses (DESIGN 10), against real servers on 127.0.0.1 that the
+"""Proxies, CAs and bounded responses (README "HTTP"), against real servers on 127.0.0.1 that the
 test starts: the fake endpoint (plain or TLS signed by a throwaway CA) and a small proxy."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The HTML report as a file (DESIGN 9): self-contained, everything untrusted inert, answers only
+"""The HTML report as a file (README "The HTML report"): self-contained, everything untrusted inert, answers only
 where the privacy level kept them, and `run --html` / `report --html` as commands. What a person
 sees in a browser is tests/report/test_html_browser.py."""
 

@@ -1,4 +1,4 @@
-"""``evalkit run --format json`` (DESIGN 3.2): the envelope, full-precision rates, stdout carrying
+"""``evalkit run --format json`` (README "JSON output"): the envelope, full-precision rates, stdout carrying
 only JSON, an array for several sets, ``--output FILE``, and JSON whatever the exit code."""
 
 from __future__ import annotations

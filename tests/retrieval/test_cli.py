@@ -103,7 +103,7 @@ def run_count(db: Path) -> int:
     return 0 if rows is None else rows[0][0]
 
 
-# ---------------------------------------------------------------- the JSON report (DESIGN 3.2)
+# ---------------------------------------------------------------- the JSON report (README "JSON output")
 
 MIXED = """
 id: mixed.docs
@@ -660,7 +660,7 @@ def test_a_retrieval_run_the_database_refuses_is_still_reported(
     assert result.stderr.strip() == (
         "Error: evalkit.duckdb: commit failed (No space left on device); the run was not stored"
     )
-    doc = json.loads(result.stdout)  # DESIGN 3: the JSON of a run carried out, whatever the exit code
+    doc = json.loads(result.stdout)  # README "Commands": the JSON of a run carried out, whatever the exit code
     assert (doc["top1_hit_rate"], doc["comparison"]["state"]) == (1.0, "unknown")
     assert doc["comparison"]["reason"].startswith("Not compared: the run could not be stored (")
     assert json.loads(Path("out.json").read_text()) == doc

@@ -1,4 +1,4 @@
-"""Benchmark and variant fingerprints (DESIGN 6): what they hash and what they ignore, as records,
+"""Benchmark and variant fingerprints (docs/contract.md "Retrieval evaluation"): what they hash and what they ignore, as records,
 as loaded from set files, and as the comparison state of stored runs."""
 
 from __future__ import annotations

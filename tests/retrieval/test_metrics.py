@@ -1,4 +1,4 @@
-"""Retrieval scoring (DESIGN 6): the hit rules, the breakdowns, and the ranking metrics checked
+"""Retrieval scoring (docs/contract.md "Retrieval evaluation"): the hit rules, the breakdowns, and the ranking metrics checked
 against an independent oracle (ir-measures) on randomly generated rankings."""
 
 from __future__ import annotations

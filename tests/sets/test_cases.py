@@ -1,4 +1,4 @@
-"""Data-driven cases (DESIGN 2.4): a template made into a prompt for every row of a CSV, JSON
+"""Data-driven cases (README "Templates, variables, data files and conversations"): a template made into a prompt for every row of a CSV, JSON
 Lines or YAML file; bad rows named by the data file and line; validate and the fingerprint."""
 
 from __future__ import annotations

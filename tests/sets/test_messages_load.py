@@ -1,4 +1,4 @@
-"""Conversations as written (DESIGN 2.4): ``messages:`` instead of ``prompt:`` loads into
+"""Conversations as written (README "Templates, variables, data files and conversations"): ``messages:`` instead of ``prompt:`` loads into
 records.Message turns, the last the user's, with a system turn only first and never beside a
 ``system:``; what is sent is exactly those turns."""
 

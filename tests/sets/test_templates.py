@@ -1,4 +1,4 @@
-"""Templates and variables (DESIGN 2.4): what renders where, what an error says, and that the
+"""Templates and variables (README "Templates, variables, data files and conversations"): what renders where, what an error says, and that the
 joined fast path renders exactly what jinja2's sandbox renders."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`evalkit merge` and `evalkit export --parquet` (DESIGN 8.1) on real DuckDB files: runs folded in
+"""`evalkit merge` and `evalkit export --parquet` (README "One history for a team: merge and export") on real DuckDB files: runs folded in
 idempotently, conflicts refused with nothing written, an old schema migrated on the way, privacy
 kept, the cache only when asked; the export's layout, its repeatability, increments, and the
 README's queries over it checked against what evalkit itself reports."""

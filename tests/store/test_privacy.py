@@ -1,4 +1,4 @@
-"""Each privacy level stores exactly what DESIGN 5.6 says (asserted on the rows)."""
+"""Each privacy level stores exactly what README "Privacy" says (asserted on the rows)."""
 
 from __future__ import annotations
 
@@ -225,7 +225,7 @@ def test_redacted_reasons_keep_no_part_of_an_email_address(cli: Any, write_file:
     ],
 )
 def test_redacted_text_masks_common_api_key_formats(secret: str) -> None:
-    # DESIGN 5.6: redacted replaces key-like secrets by ***.
+    # README "Privacy": redacted replaces key-like secrets by ***.
     assert secret not in (redact(f"use the key {secret} here") or "")
 
 

@@ -1,4 +1,4 @@
-"""``evalkit import promptfoo``: a promptfoo config -> evalkit prompt sets (DESIGN 2.5).
+"""``evalkit import promptfoo``: a promptfoo config -> evalkit prompt sets (README "Coming from promptfoo").
 
 One set per promptfoo prompt, each holding every test of the config (inline and from files,
 defaultTest merged in, array vars expanded into every combination) rendered for that prompt as

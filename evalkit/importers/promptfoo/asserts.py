@@ -345,7 +345,7 @@ def _schema(value: Any, base: str) -> Any:
 
 def _unchecked_formats(schema: Any) -> list[str]:
     """Why a schema is partly converted: the formats it names that evalkit does not check
-    (README, Set files), which then hold for any string."""
+    (README "Set files"), which then hold for any string."""
     from evalkit.assertions.compiling import unchecked_formats
 
     found: set[str] = set()

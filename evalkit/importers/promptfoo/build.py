@@ -158,7 +158,7 @@ def _set_ids(base: str, specs: list[PromptSpec]) -> list[str]:
 
 def literal(value: Any) -> Any:
     """``value`` with every ``{{``, ``{%`` and ``{#`` written so evalkit's template rendering
-    (DESIGN 2.4) gives the text back as it is."""
+    (README "Templates, variables, data files and conversations") gives the text back as it is."""
     if isinstance(value, str):
         return _TEMPLATE_START.sub(lambda m: "{{ '" + m.group() + "' }}", value)
     if isinstance(value, list):

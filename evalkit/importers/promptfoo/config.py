@@ -265,7 +265,7 @@ def _base_url(config: Mapping[str, Any], default: str) -> str:
 
 
 def _without_userinfo(url: str) -> str:
-    """``url`` without a user:password@, which evalkit refuses in a base_url (README: HTTP) and
+    """``url`` without a user:password@, which evalkit refuses in a base_url (README "HTTP") and
     the import never prints or writes."""
     scheme, sep, rest = url.partition("://")
     authority, slash, tail = rest.partition("/")

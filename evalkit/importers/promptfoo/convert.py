@@ -263,7 +263,7 @@ MARKER = "(?!)"  # an empty negative lookahead: no text matches it
 def marker(assertion: Any, what: str) -> dict[str, Any]:
     """A regex no response matches, in the place of an assertion that was not converted: the test
     fails until the user replaces it, instead of passing on fewer checks than promptfoo's
-    (README: Coming from promptfoo). It keeps the assertion's weight (weight 0 never fails)."""
+    (README "Coming from promptfoo"). It keeps the assertion's weight (weight 0 never fails)."""
     pattern = f"{MARKER}promptfoo {re.sub(r'[^A-Za-z0-9:_-]+', ' ', what).strip()} not converted: replace this"
     weight = assertion.get("weight", 1) if isinstance(assertion, Mapping) else 1
     if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
