@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL
+from evalkit.importers.promptfoo.apps import application_entry, is_application, read_tools
 from evalkit.importers.promptfoo.report import ImportReport
 from evalkit.importers.promptfoo.source import (
     JS_EXTENSIONS,
@@ -36,7 +37,7 @@ from evalkit.importers.promptfoo.source import (
 )
 
 PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop")
-_IGNORED_CONFIG = ("apiKey", "apiKeyEnvar", "apiBaseUrl", "apiHost", "organization")
+_IGNORED_CONFIG = ("apiKey", "apiKeyEnvar", "apiBaseUrl", "apiHost", "organization", "tools")
 OPENAI_URL = OPENAI_DEFAULT_URL
 ANTHROPIC_URL = ANTHROPIC_DEFAULT_URL
 OLLAMA_URL = "http://localhost:11434/v1"
@@ -165,13 +166,21 @@ class _Provider:
     loc: Loc
 
 
-def read_providers(value: Any, loc: Loc, base: Path, report: ImportReport) -> None:
+def read_providers(value: Any, loc: Loc, base: Path, out: Path, report: ImportReport) -> None:
     """The evalkit.yaml entries for the providers (into ``report.providers``), and the request
-    parameters they share (``report.params``)."""
+    parameters they share (``report.params``); an application provider's (apps.py) with the
+    files it needs written (``report.files``) and its tools (``report.tools``)."""
     found = _provider_list(value, loc, base)
     params: list[dict[str, Any]] = []
     used: set[str] = set()
     for provider in found:
+        if is_application(provider.ident):
+            entry = application_entry(provider.ident, provider.options, provider.loc, base=base, out=out, report=report)
+            label = provider.options.get("label")
+            if entry is not None:
+                entry["id"] = unique_id(_instance_id(label) if isinstance(label, str) and label else entry["id"], used)
+                report.providers.append(entry)
+            continue
         entry = _entry(provider, report)
         if entry is None:
             continue
@@ -246,6 +255,7 @@ def _entry(provider: _Provider, report: ImportReport) -> dict[str, Any] | None:
     if "apiKey" in config:
         report.add("partly", provider.loc, f"provider {provider.ident} apiKey",
                    f"the key written in the config is not copied; export it as {entry.get('api_key_env', 'a variable')}")  # fmt: skip
+    read_tools(config, provider.loc, report)
     rest = sorted(set(config) - set(PARAMS) - set(_IGNORED_CONFIG))
     if rest:
         report.add("partly", provider.loc, f"provider {provider.ident} config", f"not converted: {', '.join(rest)}")
@@ -258,13 +268,13 @@ def _entry(provider: _Provider, report: ImportReport) -> dict[str, Any] | None:
 
 def _base_url(config: Mapping[str, Any], default: str) -> str:
     if isinstance(config.get("apiBaseUrl"), str):
-        return _without_userinfo(str(config["apiBaseUrl"])).rstrip("/")
+        return without_userinfo(str(config["apiBaseUrl"])).rstrip("/")
     if isinstance(config.get("apiHost"), str):
-        return _without_userinfo(f"https://{config['apiHost']}/v1")
+        return without_userinfo(f"https://{config['apiHost']}/v1")
     return default
 
 
-def _without_userinfo(url: str) -> str:
+def without_userinfo(url: str) -> str:
     """``url`` without a user:password@, which evalkit refuses in a base_url (README: HTTP) and
     the import never prints or writes."""
     scheme, sep, rest = url.partition("://")
@@ -276,7 +286,7 @@ def _userinfo_key(config: Mapping[str, Any]) -> str | None:
     """The config key whose URL carries a user:password@ (never shown itself)."""
     for key, scheme in (("apiBaseUrl", ""), ("apiHost", "https://")):
         value = config.get(key)
-        if isinstance(value, str) and _without_userinfo(scheme + value) != scheme + value:
+        if isinstance(value, str) and without_userinfo(scheme + value) != scheme + value:
             return key
     return None
 
