@@ -168,3 +168,31 @@ def test_a_model_providers_tools_become_the_sets(isolated: Path, cli: Any) -> No
         {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
     )
     assert [(a.type, a.value) for a in written.prompts[0].assertions] == [("tool_called", "get_weather")]
+
+
+def test_a_python_provider_outside_the_config_folder_is_refused(isolated: Path, cli: Any) -> None:
+    write(isolated / "agent.py", "def call_api(prompt, options, context):\n    return {'output': 'x'}\n")
+    write(isolated / "cfg" / "promptfooconfig.yaml", "prompts: [hi]\nproviders: ['file://../agent.py']\n")
+    result = cli("import", "promptfoo", "cfg/promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: cfg/promptfooconfig.yaml:2:")
+    assert "../agent.py" in result.stderr
+    assert not (isolated / "sets").exists()
+
+
+def test_the_same_python_provider_with_two_configs_gets_two_wrappers(isolated: Path, cli: Any) -> None:
+    write(
+        isolated / "agent.py",
+        "def call_api(prompt, options, context):\n    return {'output': options['config']['say']}\n",
+    )
+    write(
+        isolated / "promptfooconfig.yaml",
+        "prompts: [hi]\nproviders:\n  - {id: 'file://agent.py', label: a, config: {say: one}}\n"
+        "  - {id: 'file://agent.py', label: b, config: {say: two}}\n"
+        "tests: [{assert: [{type: equals, value: one}]}]\n",
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets", "--id", "agent")
+    assert result.exit_code == 0, result.stderr
+    printed_config(result.stdout, isolated)
+    assert verdicts(cli, "sets/agent.yaml", "a")["test-1"]["passed"] is True
+    assert verdicts(cli, "sets/agent.yaml", "b")["test-1"]["passed"] is False

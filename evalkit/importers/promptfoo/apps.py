@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.importers.promptfoo.report import ImportReport
-from evalkit.importers.promptfoo.source import Loc, file_reference, split_function
+from evalkit.importers.promptfoo.source import Loc, expand, file_reference, split_function
 
 _DOTTED = re.compile(r"^\s*json((?:\.[A-Za-z_$][\w$]*|\[\d+\])+)\s*$")
 _VAR = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
@@ -81,9 +81,12 @@ def _python(
     ident: str, config: Mapping[str, Any], loc: Loc, *, base: Path, out: Path, report: ImportReport
 ) -> dict[str, Any]:
     path, function = split_function(file_reference(ident))
-    name = re.sub(r"[^a-z0-9]+", "_", Path(path).stem.lower()).strip("_") or "provider"
-    wrapper = out / f"promptfoo_{name}.py"
-    target = Path(os.path.relpath((base / path).resolve(), out.resolve())).as_posix()
+    source = expand(base, path, loc)[0]  # it must exist, in a folder the import may read
+    name = re.sub(r"[^a-z0-9]+", "_", f"{Path(path).stem} {function or ''}".lower()).strip("_") or "provider"
+    wrapper, n = out / f"promptfoo_{name}.py", 2
+    while wrapper in report.files:  # the same function with another config
+        wrapper, n = out / f"promptfoo_{name}_{n}.py", n + 1
+    target = Path(os.path.relpath(source.resolve(), out.resolve())).as_posix()
     options = {"config": {k: v for k, v in config.items() if k != "apiKey"}}
     if "apiKey" in config:
         report.add("partly", loc, f"provider {ident} apiKey",
