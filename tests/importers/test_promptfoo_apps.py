@@ -196,3 +196,15 @@ def test_the_same_python_provider_with_two_configs_gets_two_wrappers(isolated: P
     printed_config(result.stdout, isolated)
     assert verdicts(cli, "sets/agent.yaml", "a")["test-1"]["passed"] is True
     assert verdicts(cli, "sets/agent.yaml", "b")["test-1"]["passed"] is False
+
+
+def test_an_application_providers_output_transform_is_listed(isolated: Path, cli: Any) -> None:
+    write(
+        isolated / "promptfooconfig.yaml",
+        "prompts: [hi]\nproviders:\n  - id: 'exec: ./answer.sh'\n    transform: output.trim()\n"
+        "tests: [{assert: [{type: contains, value: hi}]}]\n",
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    partly = section(result.stdout, "Partly converted:")
+    assert partly == ["promptfooconfig.yaml:3: provider exec: ./answer.sh transform: evalkit grades the raw response"]

@@ -50,8 +50,9 @@ def application_entry(
         command = ident[len("exec:") :].strip()
         if not command:
             raise loc.error("exec: names no command")
-        report.add("note", "", "", "exec: evalkit runs the command in evalkit.yaml's folder, promptfoo in the config's: "
-                   "check its paths")  # fmt: skip
+        report.add("note", "", "", "exec: evalkit runs the command in evalkit.yaml's folder, promptfoo in the config's "
+                   "(check its paths), and passes the prompt only, promptfoo also its options and context as JSON "
+                   "arguments")  # fmt: skip
         return {"id": "command", "adapter": "command", "command": f"{command} {{{{ prompt }}}}"}
     if ident.startswith("file://"):
         return _python(ident, config, loc, base=base, out=out, report=report)

@@ -176,6 +176,7 @@ def read_providers(value: Any, loc: Loc, base: Path, out: Path, report: ImportRe
     for provider in found:
         if is_application(provider.ident):
             entry = application_entry(provider.ident, provider.options, provider.loc, base=base, out=out, report=report)
+            _options(provider, report)
             label = provider.options.get("label")
             if entry is not None:
                 entry["id"] = unique_id(_instance_id(label) if isinstance(label, str) and label else entry["id"], used)
@@ -239,8 +240,9 @@ def _entry(provider: _Provider, report: ImportReport) -> dict[str, Any] | None:
     elif vendor == "ollama" and len(parts) >= 3 and parts[1] == "chat":
         entry = {"adapter": "openai", "base_url": _base_url(config, OLLAMA_URL), "model": ":".join(parts[2:])}
     else:
-        hint = ("evalkit's adapters are openai (any OpenAI-compatible /chat/completions: give its base_url) "
-                "and anthropic (messages)")  # fmt: skip
+        hint = ("the import converts OpenAI-compatible chat, Anthropic messages, python file:// providers, exec: and "
+                "http providers; for another, write an evalkit.yaml entry (an http, python or command adapter "
+                "calls your own code)")  # fmt: skip
         report.add("not_converted", provider.loc, f"provider {provider.ident}", hint)
         return None
     if not entry["model"]:
@@ -259,11 +261,16 @@ def _entry(provider: _Provider, report: ImportReport) -> dict[str, Any] | None:
     rest = sorted(set(config) - set(PARAMS) - set(_IGNORED_CONFIG))
     if rest:
         report.add("partly", provider.loc, f"provider {provider.ident} config", f"not converted: {', '.join(rest)}")
+    _options(provider, report)
+    return entry
+
+
+def _options(provider: _Provider, report: ImportReport) -> None:
+    """The provider options evalkit has no place for."""
     for key, hint in (("transform", "evalkit grades the raw response"), ("prompts", "run each set with --provider"),
                       ("env", "set the environment variables yourself")):  # fmt: skip
         if key in provider.options:
             report.add("partly", provider.loc, f"provider {provider.ident} {key}", hint)
-    return entry
 
 
 def _base_url(config: Mapping[str, Any], default: str) -> str:
