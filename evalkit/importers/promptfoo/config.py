@@ -8,7 +8,9 @@ prompts are not converted.
 Providers: ``openai:chat:<model>`` (and ``openai:<model>``), ``anthropic:messages:<model>`` (and
 ``anthropic:<model>``) and ``ollama:chat:<model>`` become evalkit.yaml entries for the ``openai``
 and ``anthropic`` adapters, with ``apiBaseUrl``/``apiHost`` as ``base_url`` and ``apiKeyEnvar``
-as ``api_key_env``. A key written in the config is never copied or printed.
+as ``api_key_env``. A key written in the config is never copied or printed. Providers that call
+the user's application (``file://x.py``, ``exec:``, ``http``) are apps.py's; any provider's
+``config.tools`` become the sets' ``tools:``.
 """
 
 from __future__ import annotations
