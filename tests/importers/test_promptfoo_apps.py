@@ -107,7 +107,7 @@ providers:
     config:
       url: {url}/api/chat
       method: POST
-      headers: {{X-Team: evals}}
+      headers: {{X-Team: evals, X-Key: '{{{{env.SUPPORT_KEY}}}}', Authorization: Bearer sk-live-0000}}
       body: {{message: '{{{{prompt}}}}', topic: '{{{{topic}}}}'}}
       transformResponse: json.choices[0].message.content
 tests:
@@ -131,16 +131,23 @@ def support() -> Iterator[FakeServer]:
 
 
 def test_http_provider_sends_the_body_and_reads_the_dotted_transform(
-    isolated: Path, cli: Any, support: FakeServer
+    isolated: Path, cli: Any, support: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SUPPORT_KEY", "k-123")
     write(isolated / "promptfooconfig.yaml", HTTP_CONFIG.format(url=support.url))
     result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets", "--id", "support")
     assert result.exit_code == 0, result.stderr
+    assert "sk-live" not in result.stdout  # a credential written in the config is never copied
+    assert section(result.stdout, "Partly converted:") == [
+        "promptfooconfig.yaml:3: provider https header Authorization: a credential written in the config is not "
+        "copied; send it as {{ env.NAME }}"
+    ]
     printed_config(result.stdout, isolated)
     assert verdicts(cli, "sets/support.yaml", "support")["test-1"]["passed"] is True
     (request,) = support.requests
     assert request.json == {"message": "Answer briefly: refund window?", "topic": "refunds"}
-    assert request.headers["x-team"] == "evals"
+    assert (request.headers["x-team"], request.headers["x-key"]) == ("evals", "k-123")
+    assert "authorization" not in request.headers
 
 
 MODEL_TOOLS = """\
@@ -208,3 +215,26 @@ def test_an_application_providers_output_transform_is_listed(isolated: Path, cli
     assert result.exit_code == 0, result.stderr
     partly = section(result.stdout, "Partly converted:")
     assert partly == ["promptfooconfig.yaml:3: provider exec: ./answer.sh transform: evalkit grades the raw response"]
+
+
+@pytest.mark.parametrize(
+    ("provider", "why"),
+    [
+        ("'exec: python3 \"unclosed'", "evalkit cannot split its command (No closing quotation); fix its quoting"),
+        ("{id: http, config: {url: ftp://host/x, transformResponse: json.output}}", "it names no http(s) url;"),
+        ("{id: https, config: {url: 'https://h/x'}}", "it reads the whole response;"),
+    ],
+)
+def test_application_providers_evalkit_cannot_call_are_listed(
+    isolated: Path, cli: Any, provider: str, why: str
+) -> None:
+    write(
+        isolated / "promptfooconfig.yaml",
+        f"prompts: [hi]\nproviders:\n  - {provider}\ntests: [{{assert: [{{type: contains, value: hi}}]}}]\n",
+    )
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    (line,) = section(result.stdout, "Not converted:")
+    assert line.startswith("promptfooconfig.yaml:3: provider ")
+    assert why in line
+    assert section(result.stdout, PROVIDERS) == []

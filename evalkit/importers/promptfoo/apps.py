@@ -21,11 +21,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalkit.config import split_command
 from evalkit.importers.promptfoo.report import ImportReport
 from evalkit.importers.promptfoo.source import Loc, expand, file_reference, split_function
 
 _DOTTED = re.compile(r"^\s*json((?:\.[A-Za-z_$][\w$]*|\[\d+\])+)\s*$")
 _VAR = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
+_TEMPLATE_NAME = re.compile(r"\{\{\s*([A-Za-z_]\w*)")
+_SECRET_HEADERS = frozenset(("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"))
 _REQUEST_NAMES = frozenset(("prompt", "messages", "system", "vars", "tools", "params", "set", "prompt_id"))
 _HTTP_KEYS = frozenset(("url", "method", "headers", "body", "transformResponse", "tools"))
 
@@ -48,8 +51,15 @@ def application_entry(
     read_tools(config, loc, report)
     if ident.startswith("exec:"):
         command = ident[len("exec:") :].strip()
-        if not command:
-            raise loc.error("exec: names no command")
+        try:
+            split = split_command(command)
+        except ValueError as exc:
+            split, why = [], f"evalkit cannot split its command ({exc}); fix its quoting"
+        else:
+            why = "it names no command"
+        if not split:
+            report.add("not_converted", loc, f"provider {ident}", why)
+            return None
         report.add("note", "", "", "exec: evalkit runs the command in evalkit.yaml's folder, promptfoo in the config's "
                    "(check its paths), and passes the prompt only, promptfoo also its options and context as JSON "
                    "arguments")  # fmt: skip
@@ -107,9 +117,9 @@ def _http(ident: str, config: Mapping[str, Any], loc: Loc, report: ImportReport)
     url = config.get("url") if ident in ("http", "https") else ident
     transform = config.get("transformResponse")
     match = _DOTTED.match(transform) if isinstance(transform, str) else None
-    if not isinstance(url, str) or match is None:
-        why = ("it names no url" if not isinstance(url, str) else "its transformResponse is code" if transform
-               else "it reads the whole response")  # fmt: skip
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")) or match is None:
+        why = ("it names no http(s) url" if not isinstance(url, str) or not url.startswith(("http://", "https://"))
+               else "its transformResponse is code" if transform else "it reads the whole response")  # fmt: skip
         report.add("not_converted", loc, f"provider {ident}",
                    f"{why}; evalkit's http adapter reads the output at a dotted path: give a transformResponse like "
                    "json.output, or write the entry yourself (adapter: http, response: {output: a.dotted.path})")  # fmt: skip
@@ -123,8 +133,9 @@ def _http(ident: str, config: Mapping[str, Any], loc: Loc, report: ImportReport)
                              or "http", "adapter": "http", "url": clean}  # fmt: skip
     if isinstance(config.get("method"), str):
         entry["method"] = config["method"].upper()
-    if isinstance(config.get("headers"), Mapping):
-        entry["headers"] = {str(k): str(v) for k, v in config["headers"].items()}
+    headers = _headers(config.get("headers"), ident, loc, report)
+    if headers:
+        entry["headers"] = headers
     if "body" in config:
         entry["body"] = _body(config["body"])
     entry["response"] = {"output": path}
@@ -132,6 +143,24 @@ def _http(ident: str, config: Mapping[str, Any], loc: Loc, report: ImportReport)
     if rest:
         report.add("partly", loc, f"provider {ident} config", f"not converted: {', '.join(rest)}")
     return entry
+
+
+def _headers(headers: Any, ident: str, loc: Loc, report: ImportReport) -> dict[str, str]:
+    """The headers evalkit can send: a template may read only ``env.NAME`` (as in promptfoo), and
+    a credential written in the config is never copied (README: Coming from promptfoo)."""
+    out: dict[str, str] = {}
+    for name, value in headers.items() if isinstance(headers, Mapping) else ():
+        text = str(value)
+        names = set(_TEMPLATE_NAME.findall(text))
+        if names - {"env"}:
+            report.add("partly", loc, f"provider {ident} header {name}",
+                       "evalkit's headers read only the environment ({{ env.NAME }}); not copied")  # fmt: skip
+        elif str(name).lower() in _SECRET_HEADERS and not names:
+            report.add("partly", loc, f"provider {ident} header {name}",
+                       "a credential written in the config is not copied; send it as {{ env.NAME }}")  # fmt: skip
+        else:
+            out[str(name)] = text
+    return out
 
 
 def _body(body: Any) -> Any:
