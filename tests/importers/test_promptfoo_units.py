@@ -107,12 +107,30 @@ CONVERSIONS: list[tuple[dict[str, Any], Any]] = [
     ({"type": "contains", "value": "{{ city | title }}"},
      ("not converted", "contains", "its template: filter 'title' is not read alike by Nunjucks and Jinja2")),
     ({"value": "x"}, ("not converted", "assertion", "not a promptfoo assertion: it needs type:")),
+    # the tool assertions (promptfoo.dev/docs/configuration/expected-outputs: deterministic, agent trajectories)
+    ({"type": "is-valid-openai-tools-call"}, {"valid_tool_calls": True}),
+    ({"type": "not-is-valid-openai-tools-call"}, {"not_valid_tool_calls": True}),
+    ({"type": "tool-call-f1", "value": ["search", "lookup"]}, {"tool_call_f1": {"expected": ["search", "lookup"], "min": 1}}),
+    ({"type": "tool-call-f1", "value": "search, lookup", "threshold": 0.5},
+     {"tool_call_f1": {"expected": ["search", "lookup"], "min": 0.5}}),
+    ({"type": "tool-call-f1"}, ("not converted", "tool-call-f1",
+                                "tool-call-f1 needs the expected tool names (a list, or a comma-separated string)")),
+    ({"type": "trajectory:tool-used", "value": "{{ tool }}"}, {"tool_called": "search"}),
+    ({"type": "trajectory:tool-used", "value": {"name": "search"}}, {"tool_called": "search"}),
+    ({"type": "not-trajectory:tool-used", "value": "delete"}, {"not_tool_called": "delete"}),
+    ({"type": "trajectory:tool-used", "value": {"name": "search", "min": 2}}, ("not converted", "trajectory:tool-used",
+      "only one tool name converts (a list or min/max counts: one tool_called each)")),
+    ({"type": "trajectory:tool-sequence", "value": ["search", "lookup"]}, {"tool_sequence": ["search", "lookup"]}),
+    ({"type": "trajectory:tool-sequence", "value": {"steps": ["search", "lookup"], "mode": "exact"}},
+     {"tool_sequence": {"steps": ["search", "lookup"], "exact": True}}),
+    ({"type": "trajectory:tool-sequence", "value": {"steps": ["a"], "mode": "any"}}, ("not converted",
+      "trajectory:tool-sequence", "trajectory:tool-sequence mode 'any': evalkit has in_order and exact")),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("assertion", "expected"), CONVERSIONS)
 def test_assertion_conversions(assertion: dict[str, Any], expected: Any) -> None:
-    assert converted(assertion, {"city": "Paris"}) == expected
+    assert converted(assertion, {"city": "Paris", "tool": "search"}) == expected
 
 
 def test_value_files_are_read_relative_to_the_config(tmp_path: Path) -> None:

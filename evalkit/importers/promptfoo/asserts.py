@@ -14,6 +14,10 @@ with the test's vars, each string of a list likewise, a mapping not at all; ``fi
     latency, cost   latency_ms, cost: the threshold
     word-count      word_count {min, max} (a number N: exactly N)
     python          python: file.py:function (default get_assert), when given as file://
+    is-valid-openai-tools-call   valid_tool_calls: true
+    tool-call-f1                 tool_call_f1 {expected: the names, min: threshold (default 1)}
+    trajectory:tool-used         tool_called: the name
+    trajectory:tool-sequence     tool_sequence: the steps ({steps, exact: true} in mode exact)
 
 ``not-`` becomes ``not_``, ``weight`` the weight, ``metric`` a comment (evalkit has no named
 metrics). Everything else is not converted, with a hint. Each converted value is checked by
@@ -58,11 +62,11 @@ HINTS = {
     **dict.fromkeys(("javascript", "ruby", "webhook"), PYTHON),
     **dict.fromkeys(("is-xml", "contains-xml", "is-html", "contains-html", "is-sql", "contains-sql"),
                     "no evalkit equivalent; a python: check can parse it"),
-    **dict.fromkeys(("is-valid-function-call", "is-valid-openai-function-call", "is-valid-openai-tools-call",
-                     "tool-call-f1", "finish-reason", "skill-used", "trace-error-spans", "trace-span-count",
-                     "trace-span-duration", "trajectory:goal-success", "trajectory:tool-args-match",
-                     "trajectory:step-count", "trajectory:tool-sequence", "trajectory:tool-used"),
-                    "evalkit grades the response text only (no tool calls, finish reasons or traces)"),
+    **dict.fromkeys(("is-valid-function-call", "is-valid-openai-function-call", "finish-reason", "skill-used",
+                     "trace-error-spans", "trace-span-count", "trace-span-duration", "trajectory:goal-success",
+                     "trajectory:tool-args-match", "trajectory:step-count"),
+                    "evalkit checks tool calls with tool_called, tool_sequence, valid_tool_calls and tool_call_f1 "
+                    "(no legacy function calls, finish reasons or traces)"),
     **dict.fromkeys(("moderation", "guardrails", "pi", "classifier", "is-refusal"),
                     "no evalkit equivalent; a python: check, or --grader decision"),
     **dict.fromkeys(("perplexity", "perplexity-score"), "needs token log-probabilities, which evalkit does not check"),
@@ -72,9 +76,11 @@ HINTS = {
                     "compares the outputs of several prompts; evalkit grades each answer on its own"),
     "assert-set": "write its assertions into the test itself",
 }  # fmt: skip
+TOOLS = ("is-valid-openai-tools-call", "tool-call-f1", "trajectory:tool-used", "trajectory:tool-sequence")
 CONVERTED = frozenset(
     ("equals", "contains", "icontains", "contains-any", "contains-all", "icontains-any", "icontains-all",
-     "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "word-count", "python")
+     "starts-with", "regex", "is-json", "contains-json", "levenshtein", "latency", "cost", "word-count", "python",
+     *TOOLS)
 )  # fmt: skip
 _NAMES = {"equals": "exact", "starts-with": "starts_with", "is-json": "json_schema", "contains-json": "contains_json",
           "latency": "latency_ms", "word-count": "word_count"}  # fmt: skip
@@ -164,6 +170,8 @@ def _convert(base: str, assertion: Mapping[str, Any], scope: Scope) -> _Found | 
     if base == "python":
         return _python(value, threshold, scope)
     value = rendered_value(value, scope)
+    if base in TOOLS:
+        return _tools(base, value, threshold)
     if base == "equals":
         if isinstance(value, Mapping | list):
             return "equals_json", value, None, [], []
@@ -400,3 +408,33 @@ def _python(value: Any, threshold: Any, scope: Scope) -> _Found | NotConverted:
     if threshold is not None:
         partly.append("its threshold is not converted (evalkit passes a score at 0.5)")
     return "python", f"{Path(target).as_posix()}:{function or 'get_assert'}", None, partly, []
+
+
+_TRAJECTORY = (
+    "evalkit checks the answer's tool calls (README \"Tools and tool calls\"), promptfoo the trace's tool spans"
+)
+
+
+def _tools(base: str, value: Any, threshold: Any) -> _Found:
+    """The four tool assertions (README "Coming from promptfoo")."""
+    if base == "is-valid-openai-tools-call":
+        return "valid_tool_calls", True, None, [], []
+    if base == "tool-call-f1":
+        expected = split_commas(value) if isinstance(value, str) else value
+        if not isinstance(expected, list) or not expected or not all(isinstance(v, str) for v in expected):
+            raise _Refused("tool-call-f1 needs the expected tool names (a list, or a comma-separated string)")
+        limit = _number(1 if threshold is None else threshold, "tool-call-f1 threshold")
+        return "tool_call_f1", {"expected": expected, "min": limit}, None, [], []
+    if base == "trajectory:tool-used":
+        name = value.get("name") if isinstance(value, Mapping) and set(value) == {"name"} else value
+        if not isinstance(name, str) or not name:
+            raise _Refused("only one tool name converts (a list or min/max counts: one tool_called each)")
+        return "tool_called", name, None, [], [f"trajectory:tool-used: {_TRAJECTORY}"]
+    steps = value.get("steps") if isinstance(value, Mapping) else value
+    mode = value.get("mode", "in_order") if isinstance(value, Mapping) else "in_order"
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, str) for s in steps):
+        raise _Refused("trajectory:tool-sequence needs its steps as a list of tool names")
+    if mode not in ("in_order", "exact"):
+        raise _Refused(f"trajectory:tool-sequence mode {mode!r}: evalkit has in_order and exact")
+    converted: Any = {"steps": steps, "exact": True} if mode == "exact" else steps
+    return "tool_sequence", converted, None, [], [f"trajectory:tool-sequence: {_TRAJECTORY}"]

@@ -69,7 +69,7 @@ def _import(config: Path, out: Path, set_id: str | None, force: bool) -> ImportR
     _top_level(data, loc, report)
     specs = read_prompts(data["prompts"], loc.at("prompts"), base, report)
     read_providers(data.get("providers", data.get("targets")), loc.at("providers" if "providers" in data else "targets"),
-                   base, report)  # fmt: skip
+                   base, out, report)  # fmt: skip
     default = default_test(data.get("defaultTest"), loc.at("defaultTest"), base)
     skipped: list[Unsupported] = []
     tests = read_tests(data.get("tests"), loc.at("tests"), base, skipped)
@@ -100,7 +100,10 @@ def _import(config: Path, out: Path, set_id: str | None, force: bool) -> ImportR
         for ident, draft in zip(ids, drafts, strict=True)
         if draft.entries
     }
+    _refuse_overwrite(report.files, force)
     report.sets = _write(files, force)
+    for path, text in report.files.items():
+        path.write_text(text, encoding="utf-8")
     return report
 
 
@@ -190,6 +193,8 @@ def _document(
     }
     if report.params:
         document["params"] = dict(report.params)
+    if report.tools:
+        document["tools"] = report.tools
     document["prompts"] = [_literal_entry(e) for e in draft.entries]
     header = [
         *_schema_hint(out),
@@ -207,6 +212,12 @@ def _schema_hint(out: Path) -> list[str]:
         if schema.is_file():
             return [f"yaml-language-server: $schema={Path(os.path.relpath(schema, folder)).as_posix()}"]
     return []
+
+
+def _refuse_overwrite(files: Mapping[Path, str], force: bool) -> None:
+    for path, text in files.items():
+        if path.is_file() and path.read_text(encoding="utf-8") != text and not force:
+            raise InputError(f"{shown(path)} exists and differs from the import; pass --force to overwrite it")
 
 
 def _write(files: dict[Path, tuple[str, list[dict[str, Any]]]], force: bool) -> list[WrittenSet]:

@@ -8,7 +8,9 @@ prompts are not converted.
 Providers: ``openai:chat:<model>`` (and ``openai:<model>``), ``anthropic:messages:<model>`` (and
 ``anthropic:<model>``) and ``ollama:chat:<model>`` become evalkit.yaml entries for the ``openai``
 and ``anthropic`` adapters, with ``apiBaseUrl``/``apiHost`` as ``base_url`` and ``apiKeyEnvar``
-as ``api_key_env``. A key written in the config is never copied or printed.
+as ``api_key_env``. A key written in the config is never copied or printed. Providers that call
+the user's application (``file://x.py``, ``exec:``, ``http``) are apps.py's; any provider's
+``config.tools`` become the sets' ``tools:``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL
+from evalkit.importers.promptfoo.apps import application_entry, is_application, read_tools
 from evalkit.importers.promptfoo.report import ImportReport
 from evalkit.importers.promptfoo.source import (
     JS_EXTENSIONS,
@@ -36,7 +39,7 @@ from evalkit.importers.promptfoo.source import (
 )
 
 PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop")
-_IGNORED_CONFIG = ("apiKey", "apiKeyEnvar", "apiBaseUrl", "apiHost", "organization")
+_IGNORED_CONFIG = ("apiKey", "apiKeyEnvar", "apiBaseUrl", "apiHost", "organization", "tools")
 OPENAI_URL = OPENAI_DEFAULT_URL
 ANTHROPIC_URL = ANTHROPIC_DEFAULT_URL
 OLLAMA_URL = "http://localhost:11434/v1"
@@ -165,13 +168,22 @@ class _Provider:
     loc: Loc
 
 
-def read_providers(value: Any, loc: Loc, base: Path, report: ImportReport) -> None:
+def read_providers(value: Any, loc: Loc, base: Path, out: Path, report: ImportReport) -> None:
     """The evalkit.yaml entries for the providers (into ``report.providers``), and the request
-    parameters they share (``report.params``)."""
+    parameters they share (``report.params``); an application provider's (apps.py) with the
+    files it needs written (``report.files``) and its tools (``report.tools``)."""
     found = _provider_list(value, loc, base)
     params: list[dict[str, Any]] = []
     used: set[str] = set()
     for provider in found:
+        if is_application(provider.ident):
+            entry = application_entry(provider.ident, provider.options, provider.loc, base=base, out=out, report=report)
+            _options(provider, report)
+            label = provider.options.get("label")
+            if entry is not None:
+                entry["id"] = unique_id(_instance_id(label) if isinstance(label, str) and label else entry["id"], used)
+                report.providers.append(entry)
+            continue
         entry = _entry(provider, report)
         if entry is None:
             continue
@@ -230,8 +242,9 @@ def _entry(provider: _Provider, report: ImportReport) -> dict[str, Any] | None:
     elif vendor == "ollama" and len(parts) >= 3 and parts[1] == "chat":
         entry = {"adapter": "openai", "base_url": _base_url(config, OLLAMA_URL), "model": ":".join(parts[2:])}
     else:
-        hint = ("evalkit's adapters are openai (any OpenAI-compatible /chat/completions: give its base_url) "
-                "and anthropic (messages)")  # fmt: skip
+        hint = ("the import converts OpenAI-compatible chat, Anthropic messages, python file:// providers, exec: and "
+                "http providers; for another, write an evalkit.yaml entry (an http, python or command adapter "
+                "calls your own code)")  # fmt: skip
         report.add("not_converted", provider.loc, f"provider {provider.ident}", hint)
         return None
     if not entry["model"]:
@@ -246,25 +259,31 @@ def _entry(provider: _Provider, report: ImportReport) -> dict[str, Any] | None:
     if "apiKey" in config:
         report.add("partly", provider.loc, f"provider {provider.ident} apiKey",
                    f"the key written in the config is not copied; export it as {entry.get('api_key_env', 'a variable')}")  # fmt: skip
+    read_tools(config, provider.loc, report)
     rest = sorted(set(config) - set(PARAMS) - set(_IGNORED_CONFIG))
     if rest:
         report.add("partly", provider.loc, f"provider {provider.ident} config", f"not converted: {', '.join(rest)}")
+    _options(provider, report)
+    return entry
+
+
+def _options(provider: _Provider, report: ImportReport) -> None:
+    """The provider options evalkit has no place for."""
     for key, hint in (("transform", "evalkit grades the raw response"), ("prompts", "run each set with --provider"),
                       ("env", "set the environment variables yourself")):  # fmt: skip
         if key in provider.options:
             report.add("partly", provider.loc, f"provider {provider.ident} {key}", hint)
-    return entry
 
 
 def _base_url(config: Mapping[str, Any], default: str) -> str:
     if isinstance(config.get("apiBaseUrl"), str):
-        return _without_userinfo(str(config["apiBaseUrl"])).rstrip("/")
+        return without_userinfo(str(config["apiBaseUrl"])).rstrip("/")
     if isinstance(config.get("apiHost"), str):
-        return _without_userinfo(f"https://{config['apiHost']}/v1")
+        return without_userinfo(f"https://{config['apiHost']}/v1")
     return default
 
 
-def _without_userinfo(url: str) -> str:
+def without_userinfo(url: str) -> str:
     """``url`` without a user:password@, which evalkit refuses in a base_url (README "HTTP") and
     the import never prints or writes."""
     scheme, sep, rest = url.partition("://")
@@ -276,7 +295,7 @@ def _userinfo_key(config: Mapping[str, Any]) -> str | None:
     """The config key whose URL carries a user:password@ (never shown itself)."""
     for key, scheme in (("apiBaseUrl", ""), ("apiHost", "https://")):
         value = config.get(key)
-        if isinstance(value, str) and _without_userinfo(scheme + value) != scheme + value:
+        if isinstance(value, str) and without_userinfo(scheme + value) != scheme + value:
             return key
     return None
 

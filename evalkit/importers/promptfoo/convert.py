@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.config import APPLICATION_ADAPTERS
 from evalkit.importers.promptfoo.asserts import Converted, NotConverted, Scope, convert
 from evalkit.importers.promptfoo.config import PromptSpec, prompt_allowed, unique_id
 from evalkit.importers.promptfoo.render import Message, RenderProblem, prepare_vars, render_prompt
@@ -210,7 +211,10 @@ def _entry(
         outcome.failed = True
         return None
     entry: dict[str, Any] = {"id": unique_id(_id(test, number), draft.ids), **turns}
-    if any("python" in _type(a.value if isinstance(a, Commented) else a) for a in assertions) and variables:
+    if variables and (
+        _for_application(report)
+        or any("python" in _type(a.value if isinstance(a, Commented) else a) for a in assertions)
+    ):
         entry["vars"] = dict(variables)
     entry["assertions"] = assertions
     threshold = test.data.get("threshold")
@@ -282,6 +286,11 @@ def _turns(messages: tuple[Message, ...]) -> dict[str, Any]:
     if roles == ["system", "user"]:
         return {"system": messages[0].content, "prompt": messages[1].content}
     return {"messages": [{"role": m.role, "content": m.content} for m in messages]}
+
+
+def _for_application(report: ImportReport) -> bool:
+    """An application gets the test's vars in its request (README "Testing your application")."""
+    return any(p.get("adapter") in APPLICATION_ADAPTERS for p in report.providers)
 
 
 def slug(text: str) -> str:

@@ -44,6 +44,8 @@ class ImportReport:
     sets: list[WrittenSet] = field(default_factory=list)
     providers: list[dict[str, Any]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)  # the sets' tools: (a provider's config.tools)
+    files: dict[Path, str] = field(default_factory=dict)  # written beside the sets (python provider wrappers)
     findings: list[Finding] = field(default_factory=list)
     tests: int = 0
     tests_converted: int = 0
@@ -83,6 +85,7 @@ class ImportReport:
             f"{'Unchanged' if s.unchanged else 'Wrote'} {s.path} (set {s.set_id}, {s.prompts} prompt{'s' if s.prompts != 1 else ''})"
             for s in self.sets
         ]
+        out.extend(f"Wrote {path} (calls the promptfoo python provider unchanged)" for path in self.files)
         for kind in ("not_converted", "partly", "note"):
             found = [f for f in self.findings if f.kind == kind]
             if found:
