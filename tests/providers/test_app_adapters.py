@@ -373,3 +373,18 @@ def test_an_application_s_cache_key_holds_the_prompt_s_variables() -> None:
     )
     # a model is not sent the variables: its key is what it was
     assert cache_key("m", one, endpoint="openai http://h/v1") == cache_key("m", other, endpoint="openai http://h/v1")
+
+
+def test_cache_false_on_a_model_instance_turns_its_cache_off(
+    cli: Any, write_file: Any, fake_llm: FakeServer, fake_config: Path
+) -> None:
+    """``cache`` is a key of every adapter (README, "Configuration"): a model endpoint whose
+    instance says ``cache: false`` is asked every run, as an application is by default."""
+    write_file("set.yaml", SET)
+    for _ in range(2):
+        assert cli("run", "set.yaml").exit_code in (0, 1)
+    assert fake_llm.calls == 2  # cached by default: the second run replayed
+    fake_config.write_text(fake_config.read_text() + "    cache: false\n")
+    for _ in range(2):
+        assert cli("run", "set.yaml").exit_code in (0, 1)
+    assert fake_llm.calls == 6  # off: both runs asked the endpoint
