@@ -439,3 +439,25 @@ def test_the_readme_s_three_adapters_run_as_written(
     assert (doc["passed_count"], doc["error_count"]) == (2, 0), [i["reason"] for i in doc["items"]]
     assert doc["generator"]["reported_model"] == reported
     assert fake_llm.calls == (2 if instance == "app" else 0)
+
+
+def test_a_body_template_s_bounds_hold_per_request_not_for_the_whole_run(
+    cli: Any, write_file: Any, fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The template bounds a set's load has in all (README, "Templates, variables, data files and
+    conversations") hold for each request's body: a long run renders its body many times over."""
+    from evalkit.sets import sandbox
+
+    monkeypatch.setenv("APP_TOKEN", "t")
+    fake_llm.handler = service
+    http_config(write_file, fake_llm.url)
+    body = len(json.dumps({"question": "How long do refunds take?", "history": "", "product": "Acme"}))
+    monkeypatch.setattr(sandbox, "LIMITS", sandbox.Limits(set_text=2 * body + 200))
+    prompts = "\n".join(
+        f'  - {{id: p{i}, prompt: "How long do refunds take? ({i})", assertions: [{{contains: "30 days"}}]}}'
+        for i in range(6)
+    )
+    write_file("set.yaml", f"id: app.many\nname: Many\nvars: {{product: Acme}}\nprompts:\n{prompts}\n")
+    code, doc = run_json(cli)
+    assert code == 0, [i["error"] for i in doc["items"]]
+    assert (doc["passed_count"], fake_llm.calls) == (6, 6)
