@@ -83,3 +83,12 @@ def test_gate_power_bench_smoke() -> None:
     assert "| prompts | gate | no drop (false alarms) | 50 pp drop |" in out
     assert "| 20 | tolerance 0 + --significance 0.05 |" in out
     assert '"trials": 4' in out
+
+
+@pytest.mark.slow
+def test_apps_bench_smoke() -> None:
+    out = run("bench/bench_apps.py", "--n", "10", "--runs", "1", "--calls", "200")
+    assert "(b) 10 prompts x 200 ms, c32, median of 1: openai" in out
+    assert '"http_vs_openai"' in out
+    assert "python adapter, sync function:" in out
+    assert "python adapter, async function:" in out

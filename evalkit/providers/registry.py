@@ -51,7 +51,9 @@ def _no_alias(config: ProviderConfig) -> str | None:
 
 
 def _cached(config: ProviderConfig) -> bool:
-    return True
+    """A model endpoint's answers are cached unless its instance says ``cache: false`` (README,
+    "Configuration (`evalkit.yaml`)")."""
+    return config.cache is not False
 
 
 @dataclass(frozen=True, slots=True)

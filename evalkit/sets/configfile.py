@@ -258,7 +258,7 @@ def _provider(raw: dict[str, Any], root: Path, where: str) -> ProviderConfig:
         command=raw.get("command"),
         cache=raw.get("cache"),
         root=root if raw["adapter"] in APPLICATION_ADAPTERS else None,
-        render=Renderer().value if raw["adapter"] in APPLICATION_ADAPTERS else None,
+        render=Renderer().request if raw["adapter"] in APPLICATION_ADAPTERS else None,
     )
 
 

@@ -166,6 +166,13 @@ class Renderer:
                 return found.within(part)
         return None
 
+    def request(self, value: Any, variables: Mapping[str, Any]) -> Any:
+        """``value`` rendered as ``value`` does, under bounds of its own: an application adapter
+        renders one request's body or arguments at a time over a whole run, so what a set's load
+        may render in all holds per request (README, "Testing your application")."""
+        self._budget = Budget(self._budget.limits)
+        return self.value(value, variables)
+
     def value(self, value: Any, variables: Mapping[str, Any]) -> Any:
         """Every string inside ``value`` (a list or mapping: its values, not its keys) rendered;
         ``value`` itself when nothing in it is a template."""

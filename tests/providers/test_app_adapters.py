@@ -399,3 +399,91 @@ def test_an_unusable_environment_proxy_for_an_application_is_exit_2_before_any_c
     assert "HTTP_PROXY" in result.stderr
     assert fake_llm.calls == 0
     assert cli("validate").exit_code == 2
+
+
+def test_cache_false_on_a_model_instance_turns_its_cache_off(
+    cli: Any, write_file: Any, fake_llm: FakeServer, fake_config: Path
+) -> None:
+    """``cache`` is a key of every adapter (README, "Configuration"): a model endpoint whose
+    instance says ``cache: false`` is asked every run, as an application is by default."""
+    write_file("set.yaml", SET)
+    for _ in range(2):
+        assert cli("run", "set.yaml").exit_code in (0, 1)
+    assert fake_llm.calls == 2  # cached by default: the second run replayed
+    fake_config.write_text(fake_config.read_text() + "    cache: false\n")
+    for _ in range(2):
+        assert cli("run", "set.yaml").exit_code in (0, 1)
+    assert fake_llm.calls == 6  # off: both runs asked the endpoint
+
+
+# --- the README's example ------------------------------------------------------------------------
+
+README_ENTRY = """\
+def answer(request):
+    text = "Refunds take 30 days." if "refund" in request["prompt"] else "Monday to Friday."
+    return {"output": text, "model": "fn-model"}
+"""
+
+README_ASK = """\
+import json, sys
+
+request = json.load(sys.stdin)
+assert sys.argv[1:] == ["--product", request["vars"]["product"]], sys.argv
+text = "Refunds take 30 days." if "refund" in request["prompt"] else "Monday to Friday."
+print(json.dumps({"output": text, "model": "cli-model"}))
+"""
+
+
+def readme_example() -> str:
+    """The evalkit.yaml example of the README's "Testing your application"."""
+    from tests.conftest import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Testing your application\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize(("instance", "reported"), [("app", "faq-model-2"), ("fn", "fn-model"), ("cli", "cli-model")])
+def test_the_readme_s_three_adapters_run_as_written(
+    cli: Any,
+    write_file: Any,
+    fake_llm: FakeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    instance: str,
+    reported: str,
+) -> None:
+    monkeypatch.setenv("APP_TOKEN", "secret-token-123456")
+    fake_llm.handler = service
+    example = readme_example()
+    assert "http://127.0.0.1:8765/chat" in example
+    write_file("evalkit.yaml", example.replace("http://127.0.0.1:8765", fake_llm.url))
+    write_file("entry.py", README_ENTRY)
+    write_file("ask.py", README_ASK)
+    write_file("set.yaml", SET)
+    code, doc = run_json(cli, "--provider", instance)
+    assert code == 0, doc
+    assert (doc["passed_count"], doc["error_count"]) == (2, 0), [i["reason"] for i in doc["items"]]
+    assert doc["generator"]["reported_model"] == reported
+    assert fake_llm.calls == (2 if instance == "app" else 0)
+
+
+def test_a_body_template_s_bounds_hold_per_request_not_for_the_whole_run(
+    cli: Any, write_file: Any, fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The template bounds a set's load has in all (README, "Templates, variables, data files and
+    conversations") hold for each request's body: a long run renders its body many times over."""
+    from evalkit.sets import sandbox
+
+    monkeypatch.setenv("APP_TOKEN", "t")
+    fake_llm.handler = service
+    http_config(write_file, fake_llm.url)
+    body = len(json.dumps({"question": "How long do refunds take?", "history": "", "product": "Acme"}))
+    monkeypatch.setattr(sandbox, "LIMITS", sandbox.Limits(set_text=2 * body + 200))
+    prompts = "\n".join(
+        f'  - {{id: p{i}, prompt: "How long do refunds take? ({i})", assertions: [{{contains: "30 days"}}]}}'
+        for i in range(6)
+    )
+    write_file("set.yaml", f"id: app.many\nname: Many\nvars: {{product: Acme}}\nprompts:\n{prompts}\n")
+    code, doc = run_json(cli)
+    assert code == 0, [i["error"] for i in doc["items"]]
+    assert (doc["passed_count"], fake_llm.calls) == (6, 6)
