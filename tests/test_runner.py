@@ -408,8 +408,11 @@ def test_replayed_call_facts_are_those_of_each_answer_s_own_serving_record() -> 
     facts_b = call_facts(caller, Completion("y", second, adapter="replay"))
     assert (facts_a.latency_ms, facts_a.cost, facts_a.model) == (None, 0.0, "model-a")
     assert (facts_b.latency_ms, facts_b.cost, facts_b.model) == (None, 0.0, "model-b")
-    assert call_facts(caller, Completion("z", first, adapter="replay")) is facts_a  # one record per serving record
-    # an answer with token counts is priced on its own, never from the shared record
+    # every answer recorded for one serving record has its facts, whatever answered before it
+    assert call_facts(caller, Completion("z", first, adapter="replay")) == facts_a
+    assert call_facts(caller, Completion("z", second, adapter="replay")) == facts_b
+    # an answer with token counts is priced on its own, and the answers after it are not
     counted = call_facts(caller, Completion("w", first, usage=Usage(1_000_000, 0), adapter="replay"))
-    assert counted.cost == 1.0
-    assert call_facts(caller, Completion("v", first, adapter="replay")) is facts_a
+    assert (counted.cost, counted.model) == (1.0, "model-a")
+    later = call_facts(caller, Completion("v", first, adapter="replay"))
+    assert (later.latency_ms, later.cost, later.model) == (None, 0.0, "model-a")
