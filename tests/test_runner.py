@@ -7,6 +7,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -416,3 +417,67 @@ def test_replayed_call_facts_are_those_of_each_answer_s_own_serving_record() -> 
     assert (counted.cost, counted.model) == (1.0, "model-a")
     later = call_facts(caller, Completion("v", first, adapter="replay"))
     assert (later.latency_ms, later.cost, later.model) == (None, 0.0, "model-a")
+
+
+# --- the run id is the run's start -----------------------------------------------------------------
+
+ONE_PROMPT = """
+id: hour.one
+name: One prompt
+prompts:
+  - id: greet
+    prompt: Say hi
+    assertions: [{contains: hi}]
+"""
+
+
+def fake_project(write_file: Any, server: FakeServer, extra: str = "") -> None:
+    write_file(
+        "evalkit.yaml",
+        f"""
+        {extra}
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {server.url}/v1
+            model: fake-alias
+            max_retries: 0
+        """,
+    )
+    write_file("sets/one.yaml", ONE_PROMPT)
+    server.handler = lambda request: openai_reply("hi there")
+
+
+def run_json(cli: Any, *args: str) -> dict[str, Any]:
+    result = cli("run", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+class SteppingClock(datetime):
+    """Every reading a minute after the previous one: a run that reads the clock twice shows it."""
+
+    readings = 0
+
+    @classmethod
+    def now(cls, tz: Any = None) -> SteppingClock:  # type: ignore[override]
+        cls.readings += 1
+        moment = datetime(2026, 11, 30, 13, 15, 2, 250000, tzinfo=UTC) + timedelta(minutes=cls.readings)
+        return cls.fromtimestamp(moment.timestamp(), tz or UTC)
+
+
+def test_run_id_time_is_the_stored_and_reported_start(
+    cli: Any, write_file: Any, fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalkit.runner
+
+    fake_project(write_file, fake_llm)
+    monkeypatch.setattr(evalkit.runner, "datetime", SteppingClock)
+    doc = run_json(cli, "sets/one.yaml")
+    started = datetime.fromisoformat(doc["started_at"])
+    assert doc["run_id"][:15] == f"{started:%Y%m%d-%H%M%S}"
+    assert doc["finished_at"] > doc["started_at"]
+    (row,) = json.loads(cli("report", "--format", "json").stdout)["runs"]
+    assert row["run_id"] == doc["run_id"]
+    assert f"{datetime.fromisoformat(row['started_at']):%Y%m%d-%H%M%S}" == doc["run_id"][:15]
