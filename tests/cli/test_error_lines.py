@@ -71,7 +71,7 @@ def test_an_output_name_too_long_for_the_file_system_is_refused_before_any_call(
     result = cli("run", "s.yaml", option, name)
     assert result.exit_code == 2
     assert result.exception is None
-    # the name is a literal echoed in the error line: cut to 80 characters (issue 14)
+    # the name is a literal echoed in the error line: cut to 80 characters
     shown = name[:79] + "…"
     assert result.stderr.strip() == f"Error: {shown}: cannot write this file (File name too long); choose another path"
     assert fake_llm.calls == 0
