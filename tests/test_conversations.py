@@ -1,4 +1,4 @@
-"""Conversations (DESIGN 2.4, issue 17 point 3) on the run side, over loopback servers.
+"""Conversations (DESIGN 2.4) on the run side, over loopback servers.
 
 A prompt with ``messages`` is sent as chat turns by the OpenAI-compatible, Anthropic and local
 adapters (asserted on the request bodies the fake server recorded), cached under every turn,
