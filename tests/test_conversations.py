@@ -1,4 +1,4 @@
-"""Conversations (README "Templates, variables, data files and conversations", issue 17 point 3) on the run side, over loopback servers.
+"""Conversations (README "Templates, variables, data files and conversations") on the run side, over loopback servers.
 
 A prompt with ``messages`` is sent as chat turns by the OpenAI-compatible, Anthropic and local
 adapters (asserted on the request bodies the fake server recorded), cached under every turn,

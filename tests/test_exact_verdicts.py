@@ -1,13 +1,13 @@
-"""Issue 14, points 19-22: the statistics a gate decides by.
+"""The statistics a gate decides by.
 
-19: the --significance gate's test is one-sided, and where no outcome of the changed items could
-    reach ALPHA it cannot decide: the tolerance verdict stands, and the output never calls an
-    untestable drop "not a regression".
-20: every tolerance compares exact fractions (counts; per-prompt scores) with the tolerance as
-    written, and messages show the digits that explain the verdict.
-21: the --repeat pass-rate interval keeps nominal coverage and never has zero width; compare's
-    bootstrap never prints a point as an interval.
-22: pass@N and pass^N are defined where users read (the README) and are the unbiased estimates.
+- The --significance gate's test is one-sided, and where no outcome of the changed items could
+  reach ALPHA it cannot decide: the tolerance verdict stands, and the output never calls an
+  untestable drop "not a regression".
+- Every tolerance compares exact fractions (counts; per-prompt scores) with the tolerance as
+  written, and messages show the digits that explain the verdict.
+- The --repeat pass-rate interval keeps nominal coverage and never has zero width; compare's
+  bootstrap never prints a point as an interval.
+- pass@N and pass^N are defined where users read (the README) and are the unbiased estimates.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def judged(before: RunResult, after: RunResult, alpha: float = 0.05) -> Any:
     return compare_run(after, kept(before), after.tolerances, paired, significance=alpha)
 
 
-# -- 19: the --significance gate -----------------------------------------------------------------
+# -- the --significance gate -----------------------------------------------------------------
 
 
 def test_five_of_five_lost_is_a_significant_regression() -> None:
@@ -308,7 +308,7 @@ def test_cli_the_gate_says_how_it_decided_in_json_markdown_and_junit(
     assert said in (isolated / "out.xml").read_text(encoding="utf-8")
 
 
-# -- 20: exact verdicts and the digits that explain them -----------------------------------------
+# -- exact verdicts and the digits that explain them -----------------------------------------
 
 
 def test_a_third_lost_at_a_tolerance_just_below_a_third_is_a_regression() -> None:
@@ -497,7 +497,7 @@ def test_the_minimum_mean_score_is_exact() -> None:
     assert gate["failures"] == ["mean score 0.7999999999999 is below the minimum 0.8"]
 
 
-# -- 21: intervals --------------------------------------------------------------------------------
+# -- intervals --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("trials", [1, 2, 5, 9, 30, 100, 1000])
@@ -574,7 +574,7 @@ def test_an_interval_of_items_that_all_changed_alike_is_not_printed_as_one() -> 
     assert "(95% CI -" in spread.describe()
 
 
-# -- 22: pass@N and pass^N -------------------------------------------------------------------------
+# -- pass@N and pass^N -------------------------------------------------------------------------
 
 
 def unbiased_pass_at_k(samples: int, passed: int, k: int) -> float:

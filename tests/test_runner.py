@@ -7,6 +7,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -408,8 +409,75 @@ def test_replayed_call_facts_are_those_of_each_answer_s_own_serving_record() -> 
     facts_b = call_facts(caller, Completion("y", second, adapter="replay"))
     assert (facts_a.latency_ms, facts_a.cost, facts_a.model) == (None, 0.0, "model-a")
     assert (facts_b.latency_ms, facts_b.cost, facts_b.model) == (None, 0.0, "model-b")
-    assert call_facts(caller, Completion("z", first, adapter="replay")) is facts_a  # one record per serving record
-    # an answer with token counts is priced on its own, never from the shared record
+    # every answer recorded for one serving record has its facts, whatever answered before it
+    assert call_facts(caller, Completion("z", first, adapter="replay")) == facts_a
+    assert call_facts(caller, Completion("z", second, adapter="replay")) == facts_b
+    # an answer with token counts is priced on its own, and the answers after it are not
     counted = call_facts(caller, Completion("w", first, usage=Usage(1_000_000, 0), adapter="replay"))
-    assert counted.cost == 1.0
-    assert call_facts(caller, Completion("v", first, adapter="replay")) is facts_a
+    assert (counted.cost, counted.model) == (1.0, "model-a")
+    later = call_facts(caller, Completion("v", first, adapter="replay"))
+    assert (later.latency_ms, later.cost, later.model) == (None, 0.0, "model-a")
+
+
+# --- the run id is the run's start -----------------------------------------------------------------
+
+ONE_PROMPT = """
+id: hour.one
+name: One prompt
+prompts:
+  - id: greet
+    prompt: Say hi
+    assertions: [{contains: hi}]
+"""
+
+
+def fake_project(write_file: Any, server: FakeServer, extra: str = "") -> None:
+    write_file(
+        "evalkit.yaml",
+        f"""
+        {extra}
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {server.url}/v1
+            model: fake-alias
+            max_retries: 0
+        """,
+    )
+    write_file("sets/one.yaml", ONE_PROMPT)
+    server.handler = lambda request: openai_reply("hi there")
+
+
+def run_json(cli: Any, *args: str) -> dict[str, Any]:
+    result = cli("run", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+class SteppingClock(datetime):
+    """Every reading a minute after the previous one: a run that reads the clock twice shows it."""
+
+    readings = 0
+
+    @classmethod
+    def now(cls, tz: Any = None) -> SteppingClock:  # type: ignore[override]
+        cls.readings += 1
+        moment = datetime(2026, 11, 30, 13, 15, 2, 250000, tzinfo=UTC) + timedelta(minutes=cls.readings)
+        return cls.fromtimestamp(moment.timestamp(), tz or UTC)
+
+
+def test_run_id_time_is_the_stored_and_reported_start(
+    cli: Any, write_file: Any, fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalkit.runner
+
+    fake_project(write_file, fake_llm)
+    monkeypatch.setattr(evalkit.runner, "datetime", SteppingClock)
+    doc = run_json(cli, "sets/one.yaml")
+    started = datetime.fromisoformat(doc["started_at"])
+    assert doc["run_id"][:15] == f"{started:%Y%m%d-%H%M%S}"
+    assert doc["finished_at"] > doc["started_at"]
+    (row,) = json.loads(cli("report", "--format", "json").stdout)["runs"]
+    assert row["run_id"] == doc["run_id"]
+    assert f"{datetime.fromisoformat(row['started_at']):%Y%m%d-%H%M%S}" == doc["run_id"][:15]

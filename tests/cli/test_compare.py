@@ -1,5 +1,5 @@
 """`evalkit compare`: two stored runs item by item, with an exact McNemar test and a seeded
-paired bootstrap interval (issue: compare RUN_A RUN_B, --set with two --provider)."""
+paired bootstrap interval: `compare RUN_A RUN_B`, and `--set` with two `--provider`."""
 
 from __future__ import annotations
 

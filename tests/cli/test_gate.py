@@ -100,8 +100,10 @@ def test_table_states_the_verdict_in_words(cli, project: FakeServer) -> None:
         in first.stdout
     )
     project.wrong = {0, 1, 2}
+    assert first.exit_code == 0
     second = cli("run", "sets/ten.yaml", "--no-cache")
     assert "Regression: pass rate dropped 30.0 pp, beyond the tolerance of 10.0 pp" in second.stdout
+    assert second.exit_code == 0  # a regression fails the run only under --fail-on-regression
 
 
 @pytest.mark.slow

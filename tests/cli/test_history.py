@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from evalkit.records import ServingRecord
 from evalkit.store import Store, save_run
 from tests.conftest import write, wrong_answers
 from tests.factories import run_of
-from tests.fakeserver import FakeServer
+from tests.fakeserver import FakeServer, openai_reply
 
 
 @pytest.fixture
@@ -184,3 +185,78 @@ def test_report_of_a_set_says_which_runs_regressed(cli, isolated: Path, fake_llm
     assert [line.rsplit("|", 2)[-2].strip() for line in markdown if line.startswith("| `")] == [
         "**regressed**", "no regression", "baseline",
     ]  # fmt: skip
+
+
+# --- show says which privacy level would keep the answers ------------------------------------------
+
+ONE_PROMPT = """
+id: hour.one
+name: One prompt
+prompts:
+  - id: greet
+    prompt: Say hi
+    assertions: [{contains: hi}]
+"""
+
+
+def fake_project(write_file: Any, server: FakeServer, extra: str = "") -> None:
+    write_file(
+        "evalkit.yaml",
+        f"""
+        {extra}
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {server.url}/v1
+            model: fake-alias
+            max_retries: 0
+        """,
+    )
+    write_file("sets/one.yaml", ONE_PROMPT)
+    server.handler = lambda request: openai_reply("hi there")
+
+
+def run_json(cli: Any, *args: str) -> dict[str, Any]:
+    result = cli("run", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("level", "hint"),
+    [
+        (
+            "metadata",
+            "No answers shown: this run was stored at privacy 'metadata' (no prompt or answer text). Set privacy: "
+            "redacted (texts with secrets masked) or privacy: full in evalkit.yaml to keep them in later runs.",
+        ),
+        (
+            "none",
+            "No items shown: this run was stored at privacy 'none' (aggregates only). Set privacy: metadata in "
+            "evalkit.yaml to keep per-item verdicts in later runs, or redacted / full to keep the answers too.",
+        ),
+    ],
+)
+def test_show_says_which_privacy_level_would_keep_the_answers(
+    cli: Any, write_file: Any, fake_llm: FakeServer, level: str, hint: str
+) -> None:
+    fake_project(write_file, fake_llm, f"privacy: {level}")
+    run_id = run_json(cli, "sets/one.yaml")["run_id"]
+    table = cli("show", run_id)
+    assert table.exit_code == 0, table.stderr
+    assert " ".join(table.stdout.split()).endswith(hint)
+    as_json = cli("show", run_id, "--format", "json")
+    assert as_json.exit_code == 0
+    json.loads(as_json.stdout)  # stdout stays one JSON document; the note goes to stderr
+    assert as_json.stderr == f"Note: {hint}\n"
+
+
+def test_show_of_a_full_run_has_no_privacy_note(cli: Any, write_file: Any, fake_llm: FakeServer) -> None:
+    fake_project(write_file, fake_llm, "privacy: full")
+    run_id = run_json(cli, "sets/one.yaml")["run_id"]
+    for fmt in ("table", "json"):
+        result = cli("show", run_id, "--format", fmt)
+        assert result.exit_code == 0
+        assert "privacy" not in result.stdout.replace('"privacy"', "")
+        assert result.stderr == ""

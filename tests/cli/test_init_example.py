@@ -6,6 +6,9 @@ tests/e2e/test_local_model.py), and fails wrong ones. The answers come through t
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,3 +102,22 @@ def test_a_folder_run_of_the_init_project_runs_both_examples(cli: Any, write_fil
     listed = cli("validate")
     assert listed.exit_code == 0, listed.stderr
     assert "(2 sets)" in listed.stdout
+
+
+# --- the example set on the local model ------------------------------------------------------------
+
+
+def local_evalkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@pytest.mark.model
+@pytest.mark.usefixtures("local_model")
+def test_init_example_set_passes_on_the_local_model(isolated: Path) -> None:
+    assert local_evalkit("init", cwd=isolated).returncode == 0
+    result = local_evalkit("run", "sets/example.yaml", "--format", "json", cwd=isolated)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["passed_count"], doc["prompt_count"]) == (3, 3), [i["reason"] for i in doc["items"]]

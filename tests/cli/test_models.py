@@ -175,3 +175,38 @@ def test_min_quality_keeps_an_instance_exactly_at_the_threshold(
     assert result.exit_code == 0, result.stderr
     models = json.loads(result.stdout)["models"]
     assert [m["provider"] for m in models] == ["alpha"]
+
+
+# --- without a config: the implicit local instance -------------------------------------------------
+
+ONE = """
+id: first.one
+name: One
+prompts:
+  - id: greet
+    prompt: Say hello.
+    assertions: [{contains: echo}]
+"""
+
+
+def test_models_without_a_config_ranks_the_implicit_local_instance_it_has_runs_of(
+    cli: Any, local_model: None, write_file: Any
+) -> None:
+    assert "No provider instances to rank" in cli("models").stdout
+    from evalkit.config import ProviderConfig
+    from evalkit.providers import default_alias
+
+    alias = default_alias(ProviderConfig(id="local", adapter="local"))  # what the implicit instance sends
+    # runs stored under the implicit instance's id and alias (answers recorded from it)
+    write_file("evalkit.yaml", f"providers: [{{id: local, adapter: replay, path: answers.jsonl, model: {alias}}}]\n")
+    write_file("answers.jsonl", '{"id": "greet", "response": "echo", "model": "SmolLM2"}\n')
+    write_file("sets/one.yaml", ONE)
+    assert cli("run", "sets/one.yaml").exit_code == 0
+    Path("evalkit.yaml").unlink()
+    result = cli("models", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    models = json.loads(result.stdout)["models"]
+    assert [(m["provider"], m["model"], m["quality"], m["sets"]) for m in models] == [("local", alias, 1.0, 1)]
+    table = cli("models")
+    assert "No provider instances to rank" not in table.stdout
+    assert "local" in table.stdout

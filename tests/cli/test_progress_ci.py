@@ -7,12 +7,16 @@ import io
 import json
 import re
 import threading
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evalkit.cli.progress import PlainProgress, ProgressHooks, progress_reporter, step_counts
 from evalkit.records import ItemResult, Prompt, PromptSet
 from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
+from tests.test_runner import THREE as RUNNER_THREE
+from tests.test_runner import echo as runner_echo
 
 
 class FakeClock:
@@ -277,3 +281,34 @@ def test_two_sets_each_with_its_own_name_and_total(
         ("ci.second", 2, 3, 0),
         ("ci.second", 3, 3, 0),
     ]
+
+
+# --- the progress line of each set in a run of two sets --------------------------------------------
+
+ONE = """
+id: first.one
+name: One
+prompts:
+  - id: greet
+    prompt: Say hello.
+    assertions: [{contains: echo}]
+"""
+
+
+THREE = RUNNER_THREE.replace("id: runner.three", "id: first.three")
+
+
+def echo(model: str = "fake-model-1") -> Any:
+    return runner_echo(model)
+
+
+def test_each_set_announces_its_own_prompts(cli: Any, fake_config: Path, fake_llm: FakeServer, write_file: Any) -> None:
+    fake_llm.handler = echo()
+    write_file("sets/one.yaml", ONE)
+    write_file("sets/three.yaml", THREE)
+    result = cli("run", "sets/one.yaml", "sets/three.yaml", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert "Running first.one: 1 prompt" in lines  # "1 prompt", not "1 prompts"
+    assert "Running first.three: 3 prompts" in lines
+    assert "first.three: 3/3 prompts, 0 errors" in "\n".join(lines)

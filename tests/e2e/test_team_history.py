@@ -1,4 +1,4 @@
-"""A team's one history, end to end (issue 19, point 3): three fresh clones of a project (three CI
+"""A team's one history, end to end: three fresh clones of a project (three CI
 runners) each run the same sets into their own database, in real processes; a fourth machine
 merges the three artifacts, and `report` shows one history with every run in order and the
 baseline one database would have had. A fifth clone, running the same sequence into one

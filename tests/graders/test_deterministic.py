@@ -630,3 +630,22 @@ def test_a_prompt_whose_weights_are_all_0_passes_with_score_1(isolated: Path, th
     result = grade_assertions(prompt, "Rome")
     assert (result.passed, result.score) == (True, 1.0)
     assert [(a.passed, a.weight) for a in result.assertions] == [(False, 0.0), (False, 0.0)]
+
+
+def test_deep_response_against_a_recursive_schema_fails_the_assertion(write_file: Any) -> None:
+    path = write_file(
+        "r.yaml",
+        """
+        id: edge.recursive
+        name: Recursive
+        prompts:
+          - id: tree
+            prompt: Give a tree.
+            assertions:
+              - json_schema: {$defs: {node: {type: array, items: {$ref: '#/$defs/node'}}}, $ref: '#/$defs/node'}
+        """,
+    )
+    prompt = load_set(path).prompts[0]
+    result = grade_assertions(prompt, "[" * 900 + "]" * 900)
+    assert not result.passed
+    assert "nested too deeply" in result.reason

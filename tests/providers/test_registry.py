@@ -106,6 +106,7 @@ def test_an_unknown_adapter_lists_the_installed_plugins(site: PluginSite, isolat
     site.demo()
     write(isolated / "evalkit.yaml", "providers:\n  - {id: p, adapter: ecko}\n")
     result = cli("validate", "evalkit.yaml")
+    assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == (
         "evalkit.yaml:2:22: providers[0].adapter: 'ecko' is not one of: openai, anthropic, replay, local, http, python, command, echo; "
         "did you mean 'echo'?"

@@ -17,6 +17,7 @@ from evalkit.records import QuestionSet
 from evalkit.sets import load_set
 from tests.conftest import REPO
 from tests.fakeserver import FakeServer, Recorded, Reply
+from tests.test_readme import readme
 
 PROVENANCE = {"corpus_revision": "docs-1", "model_revision": "e5-v1", "chunking": "c512", "pipeline": "dense-v1"}
 
@@ -670,7 +671,7 @@ def test_a_retrieval_run_the_database_refuses_is_still_reported(
 def test_a_retrieval_run_id_names_its_stored_start(cli: Any, ten: Search, monkeypatch: pytest.MonkeyPatch) -> None:
     import evalkit.runner
     import evalkit.session
-    from tests.cli.test_first_hour_2 import SteppingClock
+    from tests.test_runner import SteppingClock
 
     monkeypatch.setattr(evalkit.session, "datetime", SteppingClock)
     monkeypatch.setattr(evalkit.runner, "datetime", SteppingClock)  # each reading a minute later
@@ -695,3 +696,89 @@ def test_compare_markdown_says_hit_and_miss_as_the_table_does(cli: Any, ten: Sea
     assert "| question | first top-1 | second top-1 | first top-3 | second top-3 |" in markdown.stdout
     assert "| q0 | hit | miss | hit | hit |" in markdown.stdout
     assert "| q1 | hit | miss | hit | miss |" in markdown.stdout
+
+
+# ---------------------------------------------------------------- report, compare and the default retriever
+
+FRUIT = """
+id: fruit.docs
+name: Fruit
+corpus: docs.jsonl
+questions:
+  - {id: pie, question: the apple pie, form: match, expected: [apple]}
+  - {id: bread, question: banana bread, form: gap, expected: [banana]}
+  - {id: loaf, question: a loaf of apple bread, form: gap, expected: [banana]}
+"""
+FRUIT_DOCS = "".join(
+    json.dumps(d) + "\n"
+    for d in [{"id": "apple", "text": "apple pie recipes"}, {"id": "banana", "text": "banana bread and the loaf"}]
+)
+
+
+@pytest.fixture
+def fruit(write_file: Any) -> None:
+    write_file("sets/fruit.yaml", FRUIT)
+    write_file("sets/docs.jsonl", FRUIT_DOCS)
+
+
+def retrieval_json(cli: Any, *args: str) -> dict[str, Any]:
+    result = cli("retrieval", "sets/fruit.yaml", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+@pytest.mark.usefixtures("fruit")
+def test_retriever_defaults_to_lexical_when_no_other_is_configured(cli: Any, write_file: Any) -> None:
+    assert retrieval_json(cli)["retriever"] == "lexical"
+    write_file("evalkit.yaml", "retrievers: [{id: lexical, kind: lexical, language: none}]\n")
+    assert retrieval_json(cli)["retriever"] == "lexical"
+    write_file("evalkit.yaml", "retrievers: [{id: vector, kind: http, url: 'http://127.0.0.1:9/search'}]\n")
+    result = cli("retrieval", "sets/fruit.yaml")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: --retriever ID is needed: {Path('evalkit.yaml').resolve()} configures vector besides the built-in "
+        "lexical; name one, e.g. --retriever lexical\n"
+    )
+
+
+@pytest.mark.usefixtures("fruit")
+def test_report_labels_the_hit_rates_of_retrieval_runs(cli: Any) -> None:
+    retrieval_json(cli)
+    for args in (["report"], ["report", "fruit.docs"]):
+        result = cli(*args)
+        assert result.exit_code == 0
+        (row,) = [line for line in result.stdout.splitlines() if "lexical/" in line]
+        assert "(top-1)" in row, result.stdout
+        assert "(top-3)" in row, result.stdout
+
+
+@pytest.mark.usefixtures("fruit")
+def test_compare_of_retrieval_runs_speaks_of_hit_rates(cli: Any, write_file: Any) -> None:
+    first = retrieval_json(cli)["run_id"]
+    write_file("sets/docs.jsonl", FRUIT_DOCS.replace("banana bread and the loaf", "banana and a loaf of bread"))
+    second = retrieval_json(cli)["run_id"]
+    result = cli("compare", first, second)
+    assert result.exit_code == 0, result.stderr
+    assert "pass rate" not in result.stdout
+    assert "mean score" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[2].startswith("Paired questions: 3 (0 only in the first run, 0 only in the second)")
+    assert lines[3].startswith("top-1 hit rate ")
+    assert lines[4].startswith("top-3 hit rate ")
+    assert lines[5].startswith("Whole runs: top-1 hit rate ")
+    assert "top-3 hit rate" in lines[5]
+
+
+def test_stdlib_no_answer_questions_are_documented_misses_for_lexical(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    result = cli("retrieval", "sets/stdlib_docs.yaml", "--format", "json")  # lexical by default
+    doc = json.loads(result.stdout)
+    no_answer = [i for i in doc["items"] if i["hard_class"] == "no-answer"]
+    assert len(no_answer) == 9
+    assert all(i["retrieved"] and not i["top3_hit"] for i in no_answer)
+    said = "count as misses for it"
+    assert said in " ".join((REPO / "sets" / "stdlib_docs.yaml").read_text(encoding="utf-8").replace("#", "").split())
+    assert said in " ".join(readme().split())

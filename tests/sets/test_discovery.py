@@ -166,6 +166,7 @@ def test_duplicate_set_id_error_of_run_is_located(cli, project: Path) -> None:
     write(project / "dup" / "a.yaml", prompt_set("demo.same", "one"))
     write(project / "dup" / "b.yaml", prompt_set("demo.same", "two"))
     result = cli("run", "dup")
+    assert result.exit_code == 2
     assert result.stderr.splitlines() == ["Error: dup/b.yaml:1:5: id: duplicate set id 'demo.same': also in dup/a.yaml"]
 
 

@@ -168,6 +168,7 @@ def test_a_template_conversation_in_the_wrong_shape_is_said_once_at_the_template
         "    - {role: assistant, content: hi}\n  assertions: [{contains: x}]\ncases: rows.csv\n",
     )
     result = cli("validate", "c.yaml")
+    assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "c.yaml:6:7: template.messages[1]: the last turn is the assistant's; end the conversation with a user turn "
         "(the one the model answers)",

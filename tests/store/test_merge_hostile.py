@@ -123,7 +123,8 @@ def test_a_path_like_set_id_is_refused_and_baseline_accept_never_meets_it(
     source = evalkit_database(isolated / "path.duckdb", items=3, set_id="../x")
     refused(cli, target, source, "set id '../x' is not a set id")
     accepted = cli("baseline", "accept")
-    assert accepted.exception is None, accepted.stderr
+    assert (accepted.exit_code, accepted.exception) == (2, None), accepted.stderr
+    assert accepted.stderr.endswith(": no prompt run is stored; run the sets first (evalkit run)\n")
     assert not (isolated / "x.json").exists()
 
 

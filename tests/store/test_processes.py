@@ -8,13 +8,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
+from evalkit.store import Store
 from tests.conftest import write
 from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply
+from tests.retrieval.test_cli import FRUIT, FRUIT_DOCS
 
 PROMPTS = "\n".join(f"  - {{id: q{i}, prompt: 'question {i}', assertions: [{{contains: ok}}]}}" for i in range(40))
 
@@ -249,3 +253,85 @@ def test_open_waits_for_another_process_then_succeeds(db_file: Path, monkeypatch
         assert store.schema_version()
     holder.communicate(timeout=30)
     assert len(waits) == 1
+
+
+# --- every command says once that it waits for the lock --------------------------------------------
+
+ONE_PROMPT = """
+id: hour.one
+name: One prompt
+prompts:
+  - id: greet
+    prompt: Say hi
+    assertions: [{contains: hi}]
+"""
+
+
+@pytest.fixture
+def holder(db_file: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the database file until a line arrives on its stdin."""
+    Store.open(db_file).close()  # an evalkit database, migrated
+    script = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.readline()"
+    with subprocess.Popen(
+        [sys.executable, "-c", script, str(db_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline() == "held\n"
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def waits_then_proceeds(args: list[str], cwd: Path, db_file: Path, holder: subprocess.Popen[str]) -> str:
+    """Run evalkit while ``holder`` holds the database; release it once evalkit says it waits.
+    Returns evalkit's whole stderr."""
+    env = {**os.environ, "EVALKIT_DB": str(db_file), "EVALKIT_DB_WAIT_S": "60"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "evalkit", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:  # fmt: skip
+        assert proc.stderr is not None
+        assert holder.stdin is not None
+        first = proc.stderr.readline()  # evalkit blocks on the lock until the holder lets go
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        _, rest = proc.communicate(timeout=120)
+    assert first == f"Waiting for {db_file}, held by another process (PID {holder.pid}); giving up after 60 s…\n"
+    return first + rest
+
+
+@pytest.mark.slow
+def test_report_says_it_waits_for_a_database_another_process_holds(
+    isolated: Path, db_file: Path, holder: subprocess.Popen[str]
+) -> None:
+    stderr = waits_then_proceeds(["report", "--format", "json"], isolated, db_file, holder)
+    assert stderr.count("Waiting for") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "nosuchrun"],
+        ["compare", "a", "b"],
+        ["models"],
+        ["prune"],
+        ["cache", "clear"],
+        ["baseline", "accept"],
+        ["run", "sets/one.yaml"],
+        ["retrieval", "sets/fruit.yaml"],
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_every_command_says_it_waits_once(
+    isolated: Path, db_file: Path, holder: subprocess.Popen[str], write_file: Any, args: list[str]
+) -> None:
+    write_file("evalkit.yaml", "providers: [{id: recorded, adapter: replay, path: answers.jsonl}]\n")
+    write_file("answers.jsonl", '{"id": "greet", "response": "hi", "model": "m"}\n')
+    write_file("sets/one.yaml", ONE_PROMPT)
+    write_file("sets/fruit.yaml", FRUIT)
+    write_file("sets/docs.jsonl", FRUIT_DOCS)
+    stderr = waits_then_proceeds(args, isolated, db_file, holder)
+    assert stderr.count("Waiting for") == 1, stderr

@@ -1,7 +1,7 @@
 """The completion cache tells the truth (docs/contract.md "The completion cache"): keyed by the endpoint an instance points at,
 never by a key or header; replay answers are not cached; old entries are not read
 (``cache_ttl_days``); ``evalkit cache clear`` empties it; every run says how many of its answers
-came from it."""
+came from it; ``--no-cache`` skips reading it, not writing it."""
 
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ def test_replay_answers_are_never_cached(cli: Any, write_file: Any, db_file: Pat
     assert query(db_file, "select count(*) from runs") == [(2,)]
 
 
-# --- cache_ttl_days ----------------------------------------------------------------------------------
+# --- cache_ttl_days --------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -224,11 +224,11 @@ def test_the_default_ttl_is_thirty_days(cli: Any, fake_llm: FakeServer, write_fi
     assert fake_llm.calls == 6
 
 
-# --- evalkit cache clear ------------------------------------------------------------------------------
+# --- evalkit cache clear ---------------------------------------------------------------------------
 
 
 def test_cache_clear_on_a_database_that_does_not_exist_creates_nothing(cli: Any, tmp_path: Path) -> None:
-    target = tmp_path / ".evalkit" / "e.duckdb"  # another missing folder is exit 2 (issue 14)
+    target = tmp_path / ".evalkit" / "e.duckdb"  # another missing folder is exit 2
     result = cli("cache", "clear", "--db", str(target))
     assert (result.exit_code, result.stdout, result.stderr) == (0, "Deleted 0 cache entries.\n", "")
     assert not target.parent.exists()
@@ -386,3 +386,17 @@ def test_answers_cached_before_the_run_are_not_flagged_without_the_regression_ga
     assert table.exit_code == 0
     assert "cached before this run" not in table.stdout + md.read_text(encoding="utf-8")
     assert run_json(cli)[1]["cached_before_run_count"] == 3  # counted all the same
+
+
+# --- --no-cache skips reading, not writing ---------------------------------------------------------
+
+
+def test_no_cache_still_stores_fresh_answers(cli, fake_config, fake_llm: FakeServer, write_file) -> None:
+    write_file(
+        "sets/c.yaml", "id: cache.c\nname: C\nprompts:\n  - {id: a, prompt: hi, assertions: [{contains: echo}]}\n"
+    )
+    assert cli("run", "sets/c.yaml", "--no-cache").exit_code == 0
+    assert cli("run", "sets/c.yaml", "--no-cache").exit_code == 0
+    assert fake_llm.calls == 2
+    assert cli("run", "sets/c.yaml").exit_code == 0
+    assert fake_llm.calls == 2
