@@ -1,4 +1,4 @@
-"""The tests' own layout (README, Development): ``tests/`` mirrors ``evalkit/``, and a test file is
+"""The tests' own layout (README "Development"): ``tests/`` mirrors ``evalkit/``, and a test file is
 named by what it tests, never by the issue, review or session that brought it."""
 
 from __future__ import annotations
