@@ -1,11 +1,15 @@
-"""Build records for store and comparison tests without running a model."""
+"""Build records for store and comparison tests without running a model, and the one-prompt
+project on a loopback server that several CLI tests share."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
+from typing import Any
 
 from evalkit.records import AssertionResult, ItemResult, RunResult, ServingRecord, Tolerances
 from evalkit.runner import new_run_id
+from tests.fakeserver import FakeServer, openai_reply
 
 GEN = ServingRecord("fake", "alias-1", "model-1")
 
@@ -65,3 +69,38 @@ def run_of(
         finished_at=stamp,
         tolerances=Tolerances(Decimal(tolerance), Decimal(tolerance)),
     )
+
+
+# a project of one prompt answered by a loopback OpenAI-compatible server
+ONE_PROMPT = """
+id: hour.one
+name: One prompt
+prompts:
+  - id: greet
+    prompt: Say hi
+    assertions: [{contains: hi}]
+"""
+
+
+def fake_project(write_file: Any, server: FakeServer, extra: str = "") -> None:
+    write_file(
+        "evalkit.yaml",
+        f"""
+        {extra}
+        providers:
+          - id: fake
+            adapter: openai
+            base_url: {server.url}/v1
+            model: fake-alias
+            max_retries: 0
+        """,
+    )
+    write_file("sets/one.yaml", ONE_PROMPT)
+    server.handler = lambda request: openai_reply("hi there")
+
+
+def run_json(cli: Any, *args: str) -> dict[str, Any]:
+    result = cli("run", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
-from tests.fakeserver import FakeServer, openai_reply
+from tests.factories import fake_project, run_json
+from tests.fakeserver import FakeServer
 
 FAST_LANE = 'python -m pytest -m "not model and not slow" -n 2'
 
@@ -97,39 +98,6 @@ def test_the_reliability_table_states_the_bounds_the_code_holds() -> None:
 
 
 # --- the README's database query and API example ---------------------------------------------------
-
-ONE_PROMPT = """
-id: hour.one
-name: One prompt
-prompts:
-  - id: greet
-    prompt: Say hi
-    assertions: [{contains: hi}]
-"""
-
-
-def fake_project(write_file: Any, server: FakeServer, extra: str = "") -> None:
-    write_file(
-        "evalkit.yaml",
-        f"""
-        {extra}
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {server.url}/v1
-            model: fake-alias
-            max_retries: 0
-        """,
-    )
-    write_file("sets/one.yaml", ONE_PROMPT)
-    server.handler = lambda request: openai_reply("hi there")
-
-
-def run_json(cli: Any, *args: str) -> dict[str, Any]:
-    result = cli("run", *args, "--format", "json")
-    assert result.exit_code == 0, result.stderr
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
 
 
 def readme() -> str:

@@ -16,6 +16,7 @@ import pytest
 from evalkit.api import run_set
 from evalkit.records import CompletionRequest, Message, ServingRecord
 from evalkit.runner import cache_key
+from tests.factories import fake_project, run_json
 from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message, openai_reply
 
 THREE = """
@@ -420,39 +421,6 @@ def test_replayed_call_facts_are_those_of_each_answer_s_own_serving_record() -> 
 
 
 # --- the run id is the run's start -----------------------------------------------------------------
-
-ONE_PROMPT = """
-id: hour.one
-name: One prompt
-prompts:
-  - id: greet
-    prompt: Say hi
-    assertions: [{contains: hi}]
-"""
-
-
-def fake_project(write_file: Any, server: FakeServer, extra: str = "") -> None:
-    write_file(
-        "evalkit.yaml",
-        f"""
-        {extra}
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {server.url}/v1
-            model: fake-alias
-            max_retries: 0
-        """,
-    )
-    write_file("sets/one.yaml", ONE_PROMPT)
-    server.handler = lambda request: openai_reply("hi there")
-
-
-def run_json(cli: Any, *args: str) -> dict[str, Any]:
-    result = cli("run", *args, "--format", "json")
-    assert result.exit_code == 0, result.stderr
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
 
 
 class SteppingClock(datetime):

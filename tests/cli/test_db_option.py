@@ -9,42 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakeserver import FakeServer, openai_reply
+from tests.factories import fake_project, run_json
+from tests.fakeserver import FakeServer
 from tests.retrieval.test_cli import FRUIT, FRUIT_DOCS
-
-ONE_PROMPT = """
-id: hour.one
-name: One prompt
-prompts:
-  - id: greet
-    prompt: Say hi
-    assertions: [{contains: hi}]
-"""
-
-
-def fake_project(write_file: Any, server: FakeServer, extra: str = "") -> None:
-    write_file(
-        "evalkit.yaml",
-        f"""
-        {extra}
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {server.url}/v1
-            model: fake-alias
-            max_retries: 0
-        """,
-    )
-    write_file("sets/one.yaml", ONE_PROMPT)
-    server.handler = lambda request: openai_reply("hi there")
-
-
-def run_json(cli: Any, *args: str) -> dict[str, Any]:
-    result = cli("run", *args, "--format", "json")
-    assert result.exit_code == 0, result.stderr
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
-
 
 COMMANDS_WITH_DB = [
     ["report"],

@@ -11,8 +11,8 @@ import pytest
 from evalkit.records import ServingRecord
 from evalkit.store import Store, save_run
 from tests.conftest import write, wrong_answers
-from tests.factories import run_of
-from tests.fakeserver import FakeServer, openai_reply
+from tests.factories import fake_project, run_json, run_of
+from tests.fakeserver import FakeServer
 
 
 @pytest.fixture
@@ -188,39 +188,6 @@ def test_report_of_a_set_says_which_runs_regressed(cli, isolated: Path, fake_llm
 
 
 # --- show says which privacy level would keep the answers ------------------------------------------
-
-ONE_PROMPT = """
-id: hour.one
-name: One prompt
-prompts:
-  - id: greet
-    prompt: Say hi
-    assertions: [{contains: hi}]
-"""
-
-
-def fake_project(write_file: Any, server: FakeServer, extra: str = "") -> None:
-    write_file(
-        "evalkit.yaml",
-        f"""
-        {extra}
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {server.url}/v1
-            model: fake-alias
-            max_retries: 0
-        """,
-    )
-    write_file("sets/one.yaml", ONE_PROMPT)
-    server.handler = lambda request: openai_reply("hi there")
-
-
-def run_json(cli: Any, *args: str) -> dict[str, Any]:
-    result = cli("run", *args, "--format", "json")
-    assert result.exit_code == 0, result.stderr
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
 
 
 @pytest.mark.parametrize(
