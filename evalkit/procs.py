@@ -52,6 +52,37 @@ async def start(argv: Sequence[str], cwd: Path) -> Command:
     return Command(process, mark)
 
 
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A command run to its end: its exit status, its stdout (None: it passed the output bound and
+    was ended) and the tail of its stderr."""
+
+    status: int
+    out: bytes | None
+    err: bytes
+
+
+async def run(
+    argv: Sequence[str], cwd: Path, data: bytes, *, timeout_s: float, max_output: int, max_stderr: int
+) -> Finished:
+    """``argv`` started in ``cwd``, ``data`` on its stdin, its output read within the bounds. At
+    ``timeout_s`` (TimeoutError), on any other exception, or past ``max_output`` (``out`` None),
+    everything it started is ended. OSError when it cannot be started."""
+    command = await start(argv, cwd)
+    try:
+        async with asyncio.timeout(timeout_s):
+            out, err = await exchange(command, data, max_output, max_stderr)
+            if out is not None:
+                await command.process.wait()
+    except BaseException:
+        await end(command)
+        raise
+    if out is None:
+        await end(command)
+    status = command.process.returncode
+    return Finished(status if status is not None else -signal.SIGKILL, out, err)
+
+
 async def exchange(command: Command, data: bytes, max_output: int, max_stderr: int) -> tuple[bytes | None, bytes]:
     """Write ``data`` to stdin, read stdout (None once it passes ``max_output`` bytes) and the
     last ``max_stderr`` bytes of stderr."""

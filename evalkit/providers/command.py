@@ -11,7 +11,6 @@ first line of stderr. Commands are not retried.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -58,38 +57,34 @@ class CommandProvider:
         argv = self.arguments(names)
         started = time.perf_counter()
         try:
-            command = await procs.start(argv, self.cwd)
-        except OSError as exc:
-            raise ProviderError(f"{self._label}: cannot run {argv[0]!r} ({exc.strerror})") from None
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                out, err = await procs.exchange(command, json.dumps(names).encode(), self.max_bytes, MAX_STDERR_BYTES)
-                if out is not None:
-                    await command.process.wait()
+            done = await procs.run(
+                argv,
+                self.cwd,
+                json.dumps(names).encode(),
+                timeout_s=self.timeout_s,
+                max_output=self.max_bytes,
+                max_stderr=MAX_STDERR_BYTES,
+            )
         except TimeoutError:
-            await procs.end(command)
             raise ProviderError(
                 f"{self._label}: the command did not finish within timeout_s ({self.timeout_s:g} s); "
                 "it and everything it started were ended"
             ) from None
-        except BaseException:
-            await procs.end(command)
-            raise
-        if out is None:
-            await procs.end(command)
+        except OSError as exc:  # (TimeoutError is an OSError: it is caught first)
+            raise ProviderError(f"{self._label}: cannot run {argv[0]!r} ({exc.strerror})") from None
+        if done.out is None:
             raise ProviderError(
                 f"{self._label}: the command printed more than max_response_mb ({self.max_response_mb:g} MB); "
                 "it was ended"
             )
         latency_ms = (time.perf_counter() - started) * 1000.0
-        status = command.process.returncode
-        if status != 0:
-            first = next((line.strip() for line in err.decode(errors="replace").splitlines() if line.strip()), "")
+        if done.status != 0:
+            first = next((line.strip() for line in done.err.decode(errors="replace").splitlines() if line.strip()), "")
             raise ProviderError(
-                f"{self._label}: the command exited with status {status}{': ' + first if first else ''}"
+                f"{self._label}: the command exited with status {done.status}{': ' + first if first else ''}"
             )
         return app_completion(
-            _answer(out), request, instance=self.instance_id, adapter=self.adapter, latency_ms=latency_ms
+            _answer(done.out), request, instance=self.instance_id, adapter=self.adapter, latency_ms=latency_ms
         )
 
     async def aclose(self) -> None:

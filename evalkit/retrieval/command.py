@@ -11,7 +11,6 @@ a command that prints more is ended too. Either way the question is an item erro
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 import time
 from pathlib import Path
@@ -41,33 +40,29 @@ class CommandRetriever:
     async def search(self, question: str, limit: int) -> Ranking:
         started = time.perf_counter()
         try:
-            command = await procs.start(self.argv, self.cwd)
-        except OSError as exc:
-            raise RetrieverError(f"retriever '{self.id}': cannot run {self.argv[0]!r} ({exc.strerror})") from None
-        process = command.process
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                out, err = await procs.exchange(command, question.encode(), MAX_OUTPUT_BYTES, MAX_STDERR_BYTES)
-                if out is not None:
-                    await process.wait()
+            done = await procs.run(
+                self.argv,
+                self.cwd,
+                question.encode(),
+                timeout_s=self.timeout_s,
+                max_output=MAX_OUTPUT_BYTES,
+                max_stderr=MAX_STDERR_BYTES,
+            )
         except TimeoutError:
-            await procs.end(command)
             raise RetrieverError(
                 f"retriever '{self.id}': timed out after {self.timeout_s:g} s; the command and its children were ended"
             ) from None
-        except BaseException:
-            await procs.end(command)
-            raise
-        if out is None:
-            await procs.end(command)
+        except OSError as exc:  # (TimeoutError is an OSError: it is caught first)
+            raise RetrieverError(f"retriever '{self.id}': cannot run {self.argv[0]!r} ({exc.strerror})") from None
+        if done.out is None:
             raise RetrieverError(
                 f"retriever '{self.id}': printed more than {MAX_OUTPUT_BYTES // (1024 * 1024)} MB; "
                 "the command was ended (print ranked ids only, one per line)"
             )
-        if process.returncode != 0:
-            detail = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            raise RetrieverError(f"retriever '{self.id}': exit status {process.returncode} {detail[0]}".rstrip())
-        ids = tuple(line.strip() for line in out.decode(errors="replace").splitlines())
+        if done.status != 0:
+            detail = done.err.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            raise RetrieverError(f"retriever '{self.id}': exit status {done.status} {detail[0]}".rstrip())
+        ids = tuple(line.strip() for line in done.out.decode(errors="replace").splitlines())
         return Ranking(ids, {}, (time.perf_counter() - started) * 1000.0)  # cut at limit once distinct
 
     async def aclose(self) -> None:
