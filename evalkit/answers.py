@@ -66,24 +66,7 @@ def _read_answers(path: Path) -> Answers:
         if unreadable is not None:
             column, problem = unreadable
             raise _issue(path, number, column, problem)
-        if not isinstance(record, dict):
-            raise _issue(path, number, 1, "expected a JSON object per line")
-        item_id, response = record.get("id"), record.get("response")
-        model, set_id = record.get("model"), record.get("set", "")
-        for name in ("id", "response"):
-            if not isinstance(record.get(name), str):
-                problem = (
-                    f"field '{name}' must be a string, not {_json_type(record[name])}"
-                    if name in record
-                    else f"missing string field '{name}'"
-                )
-                raise _issue(path, number, 1, problem)
-        if not isinstance(item_id, str) or not item_id or not isinstance(response, str):
-            raise _issue(path, number, 1, "field 'id' must not be empty")
-        if model is not None and not isinstance(model, str):
-            raise _issue(path, number, 1, "'model' must be a string")
-        if not isinstance(set_id, str):
-            raise _issue(path, number, 1, "'set' must be a string")
+        item_id, set_id, answer = _answer(path, number, record)
         key = (set_id, item_id)
         if key in first_line:  # which answer was meant? (a corpus refuses a repeated id the same way)
             scope = f" in set '{set_id}'" if set_id else ""
@@ -94,12 +77,34 @@ def _read_answers(path: Path) -> Answers:
                 f"a second answer for prompt '{item_id}'{scope} (first at line {first_line[key]}); keep one",
             )
         first_line[key] = number
-        answer = (without_lone_surrogates(response), model or None)
         if set_id:
             scoped[key] = answer
         else:
             unscoped[item_id] = answer
     return Answers(unscoped, scoped)
+
+
+def _answer(path: Path, number: int, record: object) -> tuple[str, str, Answer]:
+    """One line's record checked: its prompt id, its set id ("" when unscoped) and its answer."""
+    if not isinstance(record, dict):
+        raise _issue(path, number, 1, "expected a JSON object per line")
+    item_id, response = record.get("id"), record.get("response")
+    model, set_id = record.get("model"), record.get("set", "")
+    for name in ("id", "response"):
+        if not isinstance(record.get(name), str):
+            problem = (
+                f"field '{name}' must be a string, not {_json_type(record[name])}"
+                if name in record
+                else f"missing string field '{name}'"
+            )
+            raise _issue(path, number, 1, problem)
+    if not isinstance(item_id, str) or not item_id or not isinstance(response, str):
+        raise _issue(path, number, 1, "field 'id' must not be empty")
+    if model is not None and not isinstance(model, str):
+        raise _issue(path, number, 1, "'model' must be a string")
+    if not isinstance(set_id, str):
+        raise _issue(path, number, 1, "'set' must be a string")
+    return item_id, set_id, (without_lone_surrogates(response), model or None)
 
 
 def _json_type(value: object) -> str:

@@ -26,7 +26,9 @@ from evalkit.errors import RunsNotStored
 from evalkit.report.text import printable
 
 if TYPE_CHECKING:
+    from evalkit.api import RunPlan
     from evalkit.cli.progress import ProgressHooks
+    from evalkit.config import Config
 
 
 @click.command("run")
@@ -122,6 +124,21 @@ def run_command(
         )  # fmt: skip
     announce(plan)
     note_concurrency(plan)
+    runs = carried_out(plan, cfg, outputs, html_file)
+    if fail_on_regression:
+        note_gate_power(runs)
+    reported(runs, plan, cfg, outputs, html_file)
+    code = exit_code(runs)
+    if code == 3 and fmt != "table":  # the table says so; JSON and markdown on stdout alone would not
+        say_errored(runs)
+    sys.exit(code)
+
+
+def carried_out(plan: RunPlan, cfg: Config, outputs: Outputs, html_file: str | None) -> Sequence[Any]:
+    """The plan's runs, with their progress shown. Runs the database refused are reported all the
+    same, then ``RunsNotStored`` goes on to its exit 3."""
+    from evalkit import api
+
     try:
         with progress_reporter(plan.repeats * len(plan.targets)) as (on_item, on_start):
             runs = api.execute_plan(plan, progress=on_item, on_start=on_start)
@@ -132,8 +149,13 @@ def run_command(
             write_output(Path(html_file), api.html_report(cfg, db=plan.db, runs=exc.runs), stored_note="")
         raise
     warn_fallbacks(runs)
-    if fail_on_regression:
-        note_gate_power(runs)
+    return runs
+
+
+def reported(runs: Sequence[Any], plan: RunPlan, cfg: Config, outputs: Outputs, html_file: str | None) -> None:
+    """The stored runs' report, on stdout and in the files; an interrupt says what was kept."""
+    from evalkit import api
+
     try:
         emit(runs, outputs)
         if html_file:  # these runs, with the history of their sets when they were stored
@@ -141,10 +163,6 @@ def run_command(
     except KeyboardInterrupt:
         stored = f"the runs were stored ({', '.join(r.run_id for r in runs)})" if plan.db else "no run was stored"
         raise KeyboardInterrupt(f"{stored}; the report was cut short (evalkit show RUN_ID prints it again)") from None
-    code = exit_code(runs)
-    if code == 3 and fmt != "table":  # the table says so; JSON and markdown on stdout alone would not
-        say_errored(runs)
-    sys.exit(code)
 
 
 def say_errored(runs: Sequence[Any]) -> None:

@@ -86,16 +86,24 @@ def grade_assertions(prompt: Prompt, response: str, context: Context = _PLAIN) -
                     notes.append(outcome.reason)
         results.append(result)
     score = weighted / total if total else 1.0  # every weight 0: nothing counted fails (README "Score and pass")
+    return _graded(prompt, score, (failed, counted, notes), tuple(results))
+
+
+def _graded(
+    prompt: Prompt, score: float, tally: tuple[list[str], int, list[str]], results: tuple[AssertionResult, ...]
+) -> Grade:
+    """The grade from the loop's tally (the failed reasons, the counted assertions, the notes)."""
+    failed, counted, notes = tally
     if prompt.threshold is not None:
         passed = score >= prompt.threshold - 1e-12
         reason = assertions_reason(failed, counted, notes, (score, prompt.threshold, passed))
-        return Grade(passed, score, reason, tuple(results), YARDSTICK)
+        return Grade(passed, score, reason, results, YARDSTICK)
     if not counted:
-        return Grade(True, 1.0, "every weight is 0: recorded, none counted", tuple(results), YARDSTICK)
+        return Grade(True, 1.0, "every weight is 0: recorded, none counted", results, YARDSTICK)
     if not failed and not notes:
-        return Grade(True, score, _ALL_HOLD[counted] if counted < 64 else assertions_reason((), counted),
-                     tuple(results), YARDSTICK)  # fmt: skip
-    return Grade(not failed, score, assertions_reason(failed, counted, notes), tuple(results), YARDSTICK)
+        held = _ALL_HOLD[counted] if counted < 64 else assertions_reason((), counted)
+        return Grade(True, score, held, results, YARDSTICK)
+    return Grade(not failed, score, assertions_reason(failed, counted, notes), results, YARDSTICK)
 
 
 _HELD: dict[tuple[str, float], AssertionResult] = {}

@@ -165,59 +165,58 @@ class _Parser:
         while self.i < len(self.src):
             char = self.src[self.i]
             if char in "*+?{":
-                quantifier = self.quantifier()
-                if quantifier is None:  # Annex B: a { that starts no quantifier is itself
-                    self.i += 1
-                    out.append(r"\{")
-                    quantifiable = True
-                    continue
-                if not quantifiable:
-                    raise self.error(f"nothing to repeat before {quantifier!r}")
-                out.append(quantifier)
-                quantifiable = False
-                continue
-            if char == "(":
+                text, quantifiable = self.repeat(quantifiable)
+            elif char == "(":
                 kind, text = self.group_open()
                 stack.append(kind)
-                out.append(text)
                 quantifiable = False
-                continue
-            if char == ")":
-                if not stack:
-                    raise self.error("unmatched )")
-                kind = stack.pop()
-                self.i += 1
-                out.append(")")
-                quantifiable = kind == "group" or (kind == "lookahead" and not self.u)
-                continue
-            self.i += 1
-            if char == "|":
-                out.append("|")
-                quantifiable = False
-            elif char == "^":
-                out.append(rf"(?<![^{TERMINATORS}])" if self.m else "^")
-                quantifiable = False
-            elif char == "$":
-                out.append(rf"(?![^{TERMINATORS}])" if self.m else r"\Z")
-                quantifiable = False
-            elif char == ".":
-                out.append("." if self.s else f"[^{TERMINATORS}]")  # with s, Python's DOTALL is the same
-                quantifiable = True
-            elif char == "[":
-                out.append(self.char_class())
-                quantifiable = True
-            elif char == "\\":
-                item = self.escape(in_class=False)
-                out.append(_emit(item))
-                quantifiable = not (isinstance(item, _Raw) and item.text.startswith("(?a:"))
+            elif char == ")":
+                text, quantifiable = self.group_close(stack)
             else:
-                if self.u and char in "]}":
-                    raise self.error(f"lone {char!r}")
-                out.append(_literal(ord(char)))
-                quantifiable = True
+                self.i += 1
+                text, quantifiable = self.atom(char)
+            out.append(text)
         if stack:
             raise self.error("missing )")
         return "".join(out)
+
+    def repeat(self, quantifiable: bool) -> tuple[str, bool]:
+        """A quantifier, and whether what follows it can be quantified (never)."""
+        quantifier = self.quantifier()
+        if quantifier is None:  # Annex B: a { that starts no quantifier is itself
+            self.i += 1
+            return r"\{", True
+        if not quantifiable:
+            raise self.error(f"nothing to repeat before {quantifier!r}")
+        return quantifier, False
+
+    def group_close(self, stack: list[str]) -> tuple[str, bool]:
+        """The ) closing the innermost open group, and whether that group can be quantified."""
+        if not stack:
+            raise self.error("unmatched )")
+        kind = stack.pop()
+        self.i += 1
+        return ")", kind == "group" or (kind == "lookahead" and not self.u)
+
+    def atom(self, char: str) -> tuple[str, bool]:
+        """One character (or escape, or class) outside groups and quantifiers, as Python's re
+        writes it, and whether it can be quantified."""
+        if char == "|":
+            return "|", False
+        if char == "^":
+            return (rf"(?<![^{TERMINATORS}])" if self.m else "^"), False
+        if char == "$":
+            return (rf"(?![^{TERMINATORS}])" if self.m else r"\Z"), False
+        if char == ".":
+            return ("." if self.s else f"[^{TERMINATORS}]"), True  # with s, Python's DOTALL is the same
+        if char == "[":
+            return self.char_class(), True
+        if char == "\\":
+            item = self.escape(in_class=False)
+            return _emit(item), not (isinstance(item, _Raw) and item.text.startswith("(?a:"))
+        if self.u and char in "]}":
+            raise self.error(f"lone {char!r}")
+        return _literal(ord(char)), True
 
     def quantifier(self) -> str | None:
         char = self.src[self.i]

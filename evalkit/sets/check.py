@@ -34,28 +34,64 @@ class ValidationReport:
     issues: list[Issue] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class _Walk:
+    """What one validation learns across files: the set ids seen, the cases files checked on their
+    own and those a set names, and the valid prompt sets a replay must answer."""
+
+    configs: set[Path]
+    seen_ids: dict[str, Path] = field(default_factory=dict)
+    alone: dict[Path, list[Issue]] = field(default_factory=dict)  # cases files on their own, by resolved path
+    referenced: set[Path] = field(default_factory=set)  # cases files a set names (checked with its template)
+    answerable: list[tuple[Path, str, list[str]]] = field(default_factory=list)
+
+
 def validate_paths(paths: Sequence[Path], config: str | None = None) -> ValidationReport:
     """Check files and folders (default: the config file, its set folders and its baseline files)."""
     report = ValidationReport()
+    targets, configs = _targets(paths, config, report)
+    walk = _Walk(configs)
+    for file in dict.fromkeys(_files(targets, walk.configs, report)):
+        report.files += 1
+        _check_file(file, walk, report)
+    for path, issues in walk.alone.items():
+        if path not in walk.referenced:  # else its set's check has said all of it, with the rendering
+            report.issues.extend(issues)
+    report.files += len({p for p in walk.referenced if p.is_file()} - set(walk.alone))
+    unanswered = _unanswered(walk.answerable, find_config(config)) if walk.answerable else []
+    report.issues.extend(unanswered)
+    report.sets -= len(unanswered)
+    return report
+
+
+def _targets(paths: Sequence[Path], config: str | None, report: ValidationReport) -> tuple[list[Path], set[Path]]:
+    """What to check and which of it are config files: the named paths (with a named config), else
+    the project's config, its set folders and its baseline files."""
     targets, configs = list(paths), {p for p in paths if p.name == CONFIG_NAME}
     if targets and config is not None:  # a named config is checked with the named paths
         named = find_config(config)
         if named is not None:
             targets.append(named)
             configs.add(named)
+    if targets:
+        return targets, configs
+    config_path = find_config(config)
+    set_dirs, baselines = [Path("sets")], Path("baselines")
+    if config_path is not None:
+        targets.append(config_path)
+        configs.add(config_path)
+        loaded = _configured(config_path)
+        set_dirs = list(loaded.set_dirs) if loaded else [config_path.parent / "sets"]
+        baselines = loaded.baselines_dir if loaded else config_path.parent / "baselines"
+    targets += [d for d in set_dirs if d.is_dir()]
+    targets += sorted(baselines.glob("*.json")) if baselines.is_dir() else []
     if not targets:
-        config_path = find_config(config)
-        set_dirs, baselines = [Path("sets")], Path("baselines")
-        if config_path is not None:
-            targets.append(config_path)
-            configs.add(config_path)
-            loaded = _configured(config_path)
-            set_dirs = list(loaded.set_dirs) if loaded else [config_path.parent / "sets"]
-            baselines = loaded.baselines_dir if loaded else config_path.parent / "baselines"
-        targets += [d for d in set_dirs if d.is_dir()]
-        targets += sorted(baselines.glob("*.json")) if baselines.is_dir() else []
-        if not targets:
-            report.issues.append(Issue(".", 0, 0, "", "nothing to validate: no evalkit.yaml and no sets/ folder here"))
+        report.issues.append(Issue(".", 0, 0, "", "nothing to validate: no evalkit.yaml and no sets/ folder here"))
+    return targets, configs
+
+
+def _files(targets: list[Path], configs: set[Path], report: ValidationReport) -> list[Path]:
+    """The files the targets name: a folder's YAML, baseline and config files; a missing target is an issue."""
     files: list[Path] = []
     for target in targets:
         if target.is_dir():
@@ -68,68 +104,80 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
             files.append(target)
         else:
             report.issues.append(Issue(str(target), 0, 0, "", "no such file or folder"))
-    seen_ids: dict[str, Path] = {}
-    alone: dict[Path, list[Issue]] = {}  # cases files named or found on their own, by resolved path
-    referenced: set[Path] = set()  # cases files a set names (checked with its template)
-    answerable: list[tuple[Path, str, list[str]]] = []  # valid prompt sets: what a replay must answer
-    for file in dict.fromkeys(files):
-        report.files += 1
-        if file.suffix.lower() == ".csv" or (file.suffix == ".jsonl" and _holds_cases(file)):
-            alone[file.resolve()] = _cases_issues(file)
-            continue
-        if file.suffix == ".json":  # a baseline file (README "Baselines kept in the repository")
-            try:
-                load_baseline_file(file)
-            except SetError as exc:
-                report.issues.extend(exc.issues)
-            continue
-        if file.suffix == ".jsonl":  # a corpus or a replay answers file named on its own
-            try:
-                read_answers(file) if _holds_answers(file) else load_corpus(file)
-            except SetError as exc:
-                report.issues.extend(exc.issues)
-            except InputError as exc:  # unreadable as a whole
-                report.issues.append(Issue(str(file), 0, 0, "", str(exc)))
-            continue
+    return files
+
+
+def _check_file(file: Path, walk: _Walk, report: ValidationReport) -> None:
+    """One file, checked as what it holds: cases, a baseline, a corpus or answers, a config, a set."""
+    if file.suffix.lower() == ".csv" or (file.suffix == ".jsonl" and _holds_cases(file)):
+        walk.alone[file.resolve()] = _cases_issues(file)
+    elif file.suffix == ".json":  # a baseline file (README "Baselines kept in the repository")
+        report.issues.extend(_baseline_issues(file))
+    elif file.suffix == ".jsonl":  # a corpus or a replay answers file named on its own
+        report.issues.extend(_jsonl_issues(file))
+    else:
         try:
             doc = load_document(file)
         except SetError as exc:
             report.issues.extend(exc.issues)
-            continue
-        if file in configs:
-            issues = config_issues(doc)
-            report.issues.extend(issues or _config_file_issues(doc, file))
-            continue
-        if holds_rows(doc):  # a YAML cases file (README "Templates, variables, data files and conversations")
-            alone[file.resolve()] = _cases_issues(file, doc)
-            continue
-        cases = doc.data.get("cases") if isinstance(doc.data, dict) else None
-        if isinstance(cases, str) and cases.strip():
-            referenced.add((file.parent / cases).resolve())
-        issues, prepared = check_document(doc)
-        issues += _corpus_issues(doc, file) if not issues else []
-        report.issues.extend(issues)
-        set_id = doc.data.get("id") if isinstance(doc.data, dict) else None
-        if not isinstance(set_id, str):
-            continue
-        if set_id in seen_ids:
-            line, col = doc.position(("id",))
-            report.issues.append(
-                Issue(str(file), line, col, "id", f"duplicate set id '{set_id}': also in {seen_ids[set_id]}")
-            )
-        else:
-            seen_ids[set_id] = file
-            report.sets += 0 if issues else 1
-            if not issues and isinstance(prepared, Prepared):
-                answerable.append((file, set_id, [p.id for p in prepared.prompts]))
-    for path, issues in alone.items():
-        if path not in referenced:  # else its set's check has said all of it, with the rendering
-            report.issues.extend(issues)
-    report.files += len({p for p in referenced if p.is_file()} - set(alone))
-    unanswered = _unanswered(answerable, find_config(config)) if answerable else []
-    report.issues.extend(unanswered)
-    report.sets -= len(unanswered)
-    return report
+            return
+        _check_yaml(doc, file, walk, report)
+
+
+def _check_yaml(doc: Document, file: Path, walk: _Walk, report: ValidationReport) -> None:
+    """A loaded YAML file: a config, a YAML cases file or a set."""
+    if file in walk.configs:
+        issues = config_issues(doc)
+        report.issues.extend(issues or _config_file_issues(doc, file))
+    elif holds_rows(doc):  # a YAML cases file (README "Templates, variables, data files and conversations")
+        walk.alone[file.resolve()] = _cases_issues(file, doc)
+    else:
+        _check_set(doc, file, walk, report)
+
+
+def _check_set(doc: Document, file: Path, walk: _Walk, report: ValidationReport) -> None:
+    """A set: its own issues and its corpus's, its id unique across the files, and (when valid) the
+    prompts a replay must answer."""
+    cases = doc.data.get("cases") if isinstance(doc.data, dict) else None
+    if isinstance(cases, str) and cases.strip():
+        walk.referenced.add((file.parent / cases).resolve())
+    issues, prepared = check_document(doc)
+    issues += _corpus_issues(doc, file) if not issues else []
+    report.issues.extend(issues)
+    set_id = doc.data.get("id") if isinstance(doc.data, dict) else None
+    if not isinstance(set_id, str):
+        return
+    if set_id in walk.seen_ids:
+        line, col = doc.position(("id",))
+        report.issues.append(
+            Issue(str(file), line, col, "id", f"duplicate set id '{set_id}': also in {walk.seen_ids[set_id]}")
+        )
+        return
+    walk.seen_ids[set_id] = file
+    report.sets += 0 if issues else 1
+    if not issues and isinstance(prepared, Prepared):
+        walk.answerable.append((file, set_id, [p.id for p in prepared.prompts]))
+
+
+def _baseline_issues(file: Path) -> list[Issue]:
+    try:
+        load_baseline_file(file)
+    except SetError as exc:
+        return exc.issues
+    return []
+
+
+def _jsonl_issues(file: Path) -> list[Issue]:
+    """A corpus, or a replay answers file, read as a run would read it."""
+    if _holds_answers(file):
+        return _answers_issues(file)
+    try:
+        load_corpus(file)
+    except SetError as exc:
+        return exc.issues
+    except InputError as exc:  # unreadable as a whole
+        return [Issue(str(file), 0, 0, "", str(exc))]
+    return []
 
 
 def _unanswered(sets: list[tuple[Path, str, list[str]]], config_path: Path | None) -> list[Issue]:

@@ -64,6 +64,18 @@ def config_issues(doc: Document) -> list[Issue]:
     issues += schema_issues("config", doc, plugins=accepted)
     duplicates, ids = duplicate_ids(doc, "providers")
     issues.extend(duplicates)
+    issues.extend(_reference_issues(doc, data, ids))
+    issues.extend(duplicate_ids(doc, "retrievers")[0])
+    issues.extend(_retriever_issues(doc, data))
+    issues.extend(_url_issues(doc, data))
+    issues.extend(_transport_issues(doc, data))
+    issues.extend(application_issues(doc, data))
+    return sorted(issues, key=lambda i: (i.line, i.col))
+
+
+def _reference_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> list[Issue]:
+    """Every provider instance named (a fallback, the default, the decision grader's) is configured."""
+    issues: list[Issue] = []
     for index, provider in enumerate(data.get("providers") or []):
         if not isinstance(provider, dict):
             continue
@@ -85,7 +97,12 @@ def config_issues(doc: Document) -> list[Issue]:
         if isinstance(value, str) and value not in ids:
             known = ", ".join(sorted(ids)) or "none configured"
             issues.append(doc.issue(path, f"unknown provider instance '{value}' (known: {known})"))
-    issues.extend(duplicate_ids(doc, "retrievers")[0])
+    return issues
+
+
+def _retriever_issues(doc: Document, data: dict[str, Any]) -> list[Issue]:
+    """A retriever keeps off the built-in's id, and its command splits as a shell would."""
+    issues: list[Issue] = []
     for index, retriever in enumerate(data.get("retrievers") or []):
         if not isinstance(retriever, dict):
             continue
@@ -103,6 +120,12 @@ def config_issues(doc: Document) -> list[Issue]:
                 issues.append(
                     doc.issue(("retrievers", index, "command"), f"cannot split the command ({exc}); check its quoting")
                 )
+    return issues
+
+
+def _url_issues(doc: Document, data: dict[str, Any]) -> list[Issue]:
+    """Every endpoint URL of a built-in provider or retriever is one evalkit can call."""
+    issues: list[Issue] = []
     for section, key in (("providers", "base_url"), ("providers", "url"), ("retrievers", "url")):
         for index, entry in enumerate(data.get(section) or []):
             url = entry.get(key) if isinstance(entry, dict) and not _is_plugin(entry, section[:-1]) else None
@@ -111,9 +134,7 @@ def config_issues(doc: Document) -> list[Issue]:
                     Endpoint.parse(url)
                 except ValueError as exc:
                     issues.append(doc.issue((section, index, key), f"{redacted(url)!r} is not a usable URL ({exc})"))
-    issues.extend(_transport_issues(doc, data))
-    issues.extend(application_issues(doc, data))
-    return sorted(issues, key=lambda i: (i.line, i.col))
+    return issues
 
 
 def _plugin_issues(doc: Document, data: dict[str, Any]) -> tuple[list[Issue], ConfigPlugins | None]:

@@ -248,6 +248,19 @@ def _check(tree: nodes.Template) -> None:
 _ENV: list[SandboxedEnvironment] = []
 
 
+def _js_property(env: SandboxedEnvironment, obj: Any, name: str, undefined: type[Any]) -> Any:
+    """``obj.name`` as Nunjucks reads it: a key of an object, a list's or string's length, else
+    undefined on undefined; any other property is JavaScript's own and refused."""
+    if isinstance(obj, undefined):
+        return obj
+    if isinstance(obj, Mapping):
+        return obj[name] if name in obj else env.undefined(obj=obj, name=name)
+    if isinstance(obj, list | str) and name == "length":
+        return len(obj)
+    shown = "a string" if isinstance(obj, str) else "a list" if isinstance(obj, list) else "a value"
+    raise TemplateMismatch(f"'.{name}' of {shown} is a JavaScript property Jinja2 does not have")
+
+
 def _environment() -> SandboxedEnvironment:
     if _ENV:
         return _ENV[0]
@@ -286,14 +299,7 @@ def _environment() -> SandboxedEnvironment:
             return self.undefined(obj=obj, name=str(argument))
 
         def _lookup(self, obj: Any, name: str) -> Any:
-            if isinstance(obj, Undefined):
-                return obj
-            if isinstance(obj, Mapping):
-                return obj[name] if name in obj else self.undefined(obj=obj, name=name)
-            if isinstance(obj, list | str) and name == "length":
-                return len(obj)
-            shown = "a string" if isinstance(obj, str) else "a list" if isinstance(obj, list) else "a value"
-            raise TemplateMismatch(f"'.{name}' of {shown} is a JavaScript property Jinja2 does not have")
+            return _js_property(self, obj, name, Undefined)
 
     env = NunjucksEnvironment(autoescape=False, keep_trailing_newline=True, undefined=JsUndefined, finalize=js_string)
     env.filters = {name: f for name, f in env.filters.items() if name in AGREED_FILTERS}

@@ -302,17 +302,22 @@ def _message(keyword: str, error: Any, schema: dict[str, Any]) -> str:
     if keyword == "minProperties":
         return "must not be empty"
     if keyword == "maxProperties":
-        keys = ", ".join(str(k) for k in value)
-        others = [str(k) for k in value if k != "weight"]
-        if "weight" in value and len(others) == 1:  # ``- contains: x`` with ``weight: 2`` under it
-            return (
-                f"must have exactly one key, got {len(value)} ({keys}); a weight needs the long form: "
-                f"{{type: {others[0]}, value: ..., weight: {_clip(value['weight'])}}}"
-            )
-        return f"must have exactly one key, got {len(value)} ({keys}); put each in its own list item"
+        return _one_key_message(value)
     if keyword == "not":
         return "is not allowed here"
     return str(error.message)
+
+
+def _one_key_message(value: dict[str, Any]) -> str:
+    """A mapping that must have one key (an assertion's short form) has more."""
+    keys = ", ".join(str(k) for k in value)
+    others = [str(k) for k in value if k != "weight"]
+    if "weight" in value and len(others) == 1:  # ``- contains: x`` with ``weight: 2`` under it
+        return (
+            f"must have exactly one key, got {len(value)} ({keys}); a weight needs the long form: "
+            f"{{type: {others[0]}, value: ..., weight: {_clip(value['weight'])}}}"
+        )
+    return f"must have exactly one key, got {len(value)} ({keys}); put each in its own list item"
 
 
 SUGGEST_CUTOFF = 0.75  # difflib's ratio; at its default 0.6 'vars' suggested 'params'

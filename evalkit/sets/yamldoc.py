@@ -251,7 +251,7 @@ def parse_document(text: str, file: str) -> Document:
     return _parse_slowly(text, file)
 
 
-def _parse_slowly(text: str, file: str) -> Document:
+def _parse_slowly(text: str, file: str) -> Document:  # noqa: PLR0912  (split with the speed seams, #28)
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = _yaml()
@@ -333,7 +333,7 @@ def _fast_data(text: str, floats: dict[tuple[str, str], str] | None = None) -> A
         parser.dispose()
 
 
-def _built(next_event: Any, floats: dict[tuple[str, str], str]) -> Any:
+def _built(next_event: Any, floats: dict[tuple[str, str], str]) -> Any:  # noqa: C901, PLR0912  (split with the speed seams, #28)
     """``_fast_data``'s loop over the parser's events (taken one by one: ruamel's ``parse``
     generator asks check_event before each, which costs as much again)."""
     from ruamel.yaml.events import (

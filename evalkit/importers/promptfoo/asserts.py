@@ -173,44 +173,65 @@ def _convert(base: str, assertion: Mapping[str, Any], scope: Scope) -> _Found | 
     if base in TOOLS:
         return _tools(base, value, threshold)
     if base == "equals":
-        if isinstance(value, Mapping | list):
-            return "equals_json", value, None, [], []
-        if value is None:
-            raise _Refused("equals needs a value")
-        note = "equals -> exact: evalkit trims whitespace at both ends before comparing, promptfoo compares verbatim"
-        return "exact", js_string(value), None, [], [note]
+        return _equals(value)
     if base in ("contains", "icontains", "starts-with"):
-        text = _needle(value, base)
-        notes = []
-        if base == "icontains":
-            notes.append("icontains: evalkit ignores case by Unicode case folding (ß = ss), promptfoo by toLowerCase")
-        if base == "starts-with":
-            notes.append("starts-with: evalkit ignores whitespace before the response, promptfoo does not")
-        return _NAMES.get(base, base), text, None, [], notes
+        return _contains(base, value)
     if base in ("contains-any", "contains-all", "icontains-any", "icontains-all"):
         return base.replace("-", "_"), _needles(value, base), None, [], []
     if base == "regex":
         return _regex(value)
     if base in ("is-json", "contains-json"):
-        schema = _schema(value, base)
-        notes = []
-        if base == "contains-json":
-            notes.append("contains-json: evalkit checks the first JSON value in the text, promptfoo any of them")
-            notes.extend(f"contains-json: promptfoo accepts {what}, evalkit requires strict JSON" for what in _LAX_JSON)
-        return _NAMES[base], schema, None, _unchecked_formats(schema), notes
+        return _json(base, value)
     if base == "levenshtein":
-        if not isinstance(value, str):
-            raise _Refused("levenshtein needs a string value")
-        limit = _number(5 if threshold is None else threshold, "levenshtein threshold")
-        note = "levenshtein: evalkit trims the response's whitespace first, promptfoo compares it verbatim"
-        return "levenshtein", {"value": value, "max": math.floor(limit)}, None, [], [note]
+        return _levenshtein(value, threshold)
     if base in ("latency", "cost"):
-        if threshold is None:
-            raise _Refused(f"{base} needs a threshold")
-        bound = _number(threshold, f"{base} threshold")
-        notes = ["cost: the instance needs cost: prices in evalkit.yaml"] if base == "cost" else []
-        return _NAMES.get(base, base), bound, None, [], notes
+        return _bound(base, threshold)
     return _word_count(value)
+
+
+def _equals(value: Any) -> _Found:
+    if isinstance(value, Mapping | list):
+        return "equals_json", value, None, [], []
+    if value is None:
+        raise _Refused("equals needs a value")
+    note = "equals -> exact: evalkit trims whitespace at both ends before comparing, promptfoo compares verbatim"
+    return "exact", js_string(value), None, [], [note]
+
+
+def _contains(base: str, value: Any) -> _Found:
+    text = _needle(value, base)
+    notes = []
+    if base == "icontains":
+        notes.append("icontains: evalkit ignores case by Unicode case folding (ß = ss), promptfoo by toLowerCase")
+    if base == "starts-with":
+        notes.append("starts-with: evalkit ignores whitespace before the response, promptfoo does not")
+    return _NAMES.get(base, base), text, None, [], notes
+
+
+def _json(base: str, value: Any) -> _Found:
+    schema = _schema(value, base)
+    notes = []
+    if base == "contains-json":
+        notes.append("contains-json: evalkit checks the first JSON value in the text, promptfoo any of them")
+        notes.extend(f"contains-json: promptfoo accepts {what}, evalkit requires strict JSON" for what in _LAX_JSON)
+    return _NAMES[base], schema, None, _unchecked_formats(schema), notes
+
+
+def _levenshtein(value: Any, threshold: Any) -> _Found:
+    if not isinstance(value, str):
+        raise _Refused("levenshtein needs a string value")
+    limit = _number(5 if threshold is None else threshold, "levenshtein threshold")
+    note = "levenshtein: evalkit trims the response's whitespace first, promptfoo compares it verbatim"
+    return "levenshtein", {"value": value, "max": math.floor(limit)}, None, [], [note]
+
+
+def _bound(base: str, threshold: Any) -> _Found:
+    """latency and cost: a threshold is their bound."""
+    if threshold is None:
+        raise _Refused(f"{base} needs a threshold")
+    bound = _number(threshold, f"{base} threshold")
+    notes = ["cost: the instance needs cost: prices in evalkit.yaml"] if base == "cost" else []
+    return _NAMES.get(base, base), bound, None, [], notes
 
 
 def rendered_value(value: Any, scope: Scope) -> Any:

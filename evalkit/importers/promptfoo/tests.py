@@ -216,39 +216,54 @@ def _rows(rows: Any, path: Path) -> Iterator[TestCase]:
 
 def row_case(row: Mapping[str, Any], loc: Loc) -> TestCase:
     """promptfoo's testCaseFromCsvRow."""
-    data: dict[str, Any] = {"vars": {}, "options": {}}
-    asserts: list[Assertion] = []
-    metric = None
-    configs: dict[int, float] = {}
+    parts = _RowParts({"vars": {}, "options": {}})
     for raw_key, raw_value in row.items():
         key = str(raw_key).strip()
         value = raw_value if isinstance(raw_value, str) else "" if raw_value is None else str(raw_value)
-        if key.startswith("__expected"):
-            if value.strip():
-                asserts.append(Assertion(shorthand(value.strip()), loc, key))
-        elif key in ("__prefix", "__suffix"):
-            data["options"][key[2:]] = value
-        elif key == "__description":
-            data["description"] = value
-        elif key == "__providerOutput":
-            data["providerOutput"] = value
-        elif key == "__metric":
-            metric = value
-        elif key == "__threshold":
-            if _FINITE.match(value.strip()):
-                data["threshold"] = float(value)
-        elif key.startswith("__config:"):
-            found = re.fullmatch(r"__config:__expected(\d*):threshold", key)
-            if found is None or found.group(1) == "0" or not _FINITE.match(value.strip()):
-                raise loc.error(f"column {key!r}: use __config:__expected<N>:threshold with a number")
-            configs[int(found.group(1) or 1) - 1] = float(value)
-        elif not key.startswith("__metadata"):
-            data["vars"][key] = raw_value
-    for index, assertion in enumerate(asserts):
-        assertion.value["metric"] = metric
-        if index in configs:
-            assertion.value["threshold"] = configs[index]
-    return TestCase(data, loc, asserts)
+        if not _special_column(key, value, loc, parts) and not key.startswith("__metadata"):
+            parts.data["vars"][key] = raw_value
+    for index, assertion in enumerate(parts.asserts):
+        assertion.value["metric"] = parts.metric
+        if index in parts.configs:
+            assertion.value["threshold"] = parts.configs[index]
+    return TestCase(parts.data, loc, parts.asserts)
+
+
+@dataclass
+class _RowParts:
+    """A CSV row's test case as its columns are read: the case's data, its assertions (from the
+    ``__expected`` columns), their metric and their thresholds by index (``__config:`` columns)."""
+
+    data: dict[str, Any]
+    asserts: list[Assertion] = field(default_factory=list)
+    configs: dict[int, float] = field(default_factory=dict)
+    metric: str | None = None
+
+
+def _special_column(key: str, value: str, loc: Loc, parts: _RowParts) -> bool:
+    """Reads one of promptfoo's special columns into ``parts``; False when ``key`` is none of them."""
+    if key.startswith("__expected"):
+        if value.strip():
+            parts.asserts.append(Assertion(shorthand(value.strip()), loc, key))
+    elif key in ("__prefix", "__suffix"):
+        parts.data["options"][key[2:]] = value
+    elif key == "__description":
+        parts.data["description"] = value
+    elif key == "__providerOutput":
+        parts.data["providerOutput"] = value
+    elif key == "__metric":
+        parts.metric = value
+    elif key == "__threshold":
+        if _FINITE.match(value.strip()):
+            parts.data["threshold"] = float(value)
+    elif key.startswith("__config:"):
+        found = re.fullmatch(r"__config:__expected(\d*):threshold", key)
+        if found is None or found.group(1) == "0" or not _FINITE.match(value.strip()):
+            raise loc.error(f"column {key!r}: use __config:__expected<N>:threshold with a number")
+        parts.configs[int(found.group(1) or 1) - 1] = float(value)
+    else:
+        return False
+    return True
 
 
 def shorthand(text: str) -> dict[str, Any]:
