@@ -84,12 +84,13 @@ def _prompt_set_issues(doc: Document, flagged: frozenset[str]) -> tuple[list[Iss
                 ids.setdefault(pid, index)
             own_vars = raw.get("vars")
             variables = {**set_vars, **own_vars} if isinstance(own_vars, dict) and own_vars else set_vars
-            literal = drafter.literal(raw, index, variables, flagged)
+            label = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
+            place = Place(doc, ("prompts", index), label, flagged)
+            literal = drafter.literal(raw, place, variables)
             if literal is not None:
                 prompt, found = literal
             else:
-                label = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
-                plan = Plan(drafter, raw, Place(doc, ("prompts", index), label, flagged))
+                plan = Plan(drafter, raw, place)
                 prompt, found = drafter.draft(plan, pid, variables)
                 found = plan.issues + found
             issues.extend(found)
