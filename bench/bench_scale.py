@@ -58,7 +58,8 @@ parse_document(text, "set.yaml")
 from evalkit import api
 config = api.load_config("evalkit.yaml")
 t = time.perf_counter()
-api.load_prompt_sets(["set.yaml"], config)
+with api.collector_policy():  # as the command loads
+    api.load_prompt_sets(["set.yaml"], config)
 """,
 }
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from evalkit.config import Config, ProviderConfig, db_path
 from evalkit.errors import EvalkitError, InputError, SchemaOutdatedError, UnknownNameError
+from evalkit.memory import collector_policy
 from evalkit.providers import default_alias
 from evalkit.records import GRADERS, AnySet, BaselineFile, PairedTest, PromptSet, RetrievalRunResult, RunResult
 from evalkit.routing import RankedModel
@@ -36,6 +37,7 @@ __all__ = [
     "accept_baselines",
     "baseline_files",
     "clear_cache",
+    "collector_policy",
     "compare_runs",
     "execute_plan",
     "execute_retrieval",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from evalkit.compare import (
 )
 from evalkit.config import Config, ProviderConfig, RetrieverConfig, choose_provider, db_path
 from evalkit.errors import InputError, RunsNotStored, StoreError
+from evalkit.memory import running
 from evalkit.protocols import Grader
 from evalkit.providers import ProviderPool, caches_answers, check_provider, default_alias, endpoint_identity
 from evalkit.records import (
@@ -53,7 +53,6 @@ from evalkit.sets.replayed import check_answered, replay_chain
 
 Progress = Callable[[ItemResult], None]
 INTERRUPTED_FLUSH_WAIT_S = 2.0
-RUN_GC_FULL_EVERY = 100  # gen-1 passes per full pass during a run (Python: 10)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,24 +249,15 @@ def execute_plan(
     cache = StoreCache(plan.db, plan.config.cache_ttl_days) if plan.db is not None and plan.use_cache else None
     if plan.db is not None:
         _prepare_database(plan, cache)
-    # What is loaded lives through the run, and so does every result: frozen, the collector's
-    # full passes skip the loaded sets (100,000 prompts: 0.8 s a pass), and fewer of them walk
-    # the growing results (one per 700,000 allocations, not 70,000: 1.6 s of a 100,000-answer
-    # replay). Both undone after: what they hold is then collected as usual. bench/README.md.
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(thresholds[0], thresholds[1], max(thresholds[2], RUN_GC_FULL_EVERY))
     try:
-        runs = asyncio.run(_run_all(plan, cache, progress, on_start))
+        with running():  # the collector policy, when the caller asked for it (evalkit/memory.py)
+            runs = asyncio.run(_run_all(plan, cache, progress, on_start))
     except KeyboardInterrupt:
         raise _interrupted(0, [], cache) from None
     except BaseException:
         if cache is not None:
             cache.flush()
         raise
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
     return _compare_and_store(plan, runs, cache)
 
 

@@ -18,6 +18,7 @@ import click
 from click.exceptions import NoArgsIsHelpError
 
 from evalkit.errors import EvalkitError
+from evalkit.memory import collector_policy
 from evalkit.report.text import printable
 
 # the first day's commands lead `evalkit --help`, in the order the README's Commands table uses them
@@ -43,7 +44,8 @@ class EvalkitGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with collector_policy():  # a command is a process of its own: evalkit/memory.py
+                return super().invoke(ctx)
         except EvalkitError as exc:
             click.echo(f"Error: {printable(str(exc))}", err=True)  # it may quote an endpoint or a file
             ctx.exit(exc.exit_code)

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from evalkit.cli.options import collector_paused, config_option, db_option, format_option, tolerance_overrides
+from evalkit.cli.options import config_option, db_option, format_option, tolerance_overrides
 from evalkit.cli.run import Outputs, check_writable, emit, exit_code
 from evalkit.errors import RunsNotStored
+from evalkit.memory import loading
 from evalkit.report.text import printable
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def retrieval_command(
 
     overrides = tolerance_overrides(max_top1_drop=max_top1_drop, max_top3_drop=max_top3_drop)
     check_writable(output, junit)
-    with collector_paused():
+    with loading():  # the CLI's collector policy: evalkit/memory.py
         cfg = api.load_config(config)
         plan = api.plan_retrieval(
             target, cfg, retriever=retriever or default_retriever(cfg), limit=limit, db=db, tolerance_overrides=overrides,

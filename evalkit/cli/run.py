@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalkit.cli.options import (
-    collector_paused,
     config_option,
     db_option,
     fancy_progress,
@@ -23,6 +22,7 @@ from evalkit.cli.options import (
     tolerance_overrides,
 )
 from evalkit.errors import RunsNotStored
+from evalkit.memory import loading
 from evalkit.report.text import printable
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def run_command(
     outputs = Outputs(fmt, output, junit, markdown)
     check_writable(output, junit, markdown, html_file)
     grader_name = api.resolve_grader_name(grader, strict=True)
-    with collector_paused():
+    with loading():  # the CLI's collector policy: evalkit/memory.py
         cfg = api.load_config(config)
         sets = api.load_prompt_sets(targets, cfg)
         plan = api.plan_run(

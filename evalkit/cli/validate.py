@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli.options import collector_paused, config_option
+from evalkit.cli.options import config_option
+from evalkit.memory import loading
 from evalkit.report.text import printable
 
 
@@ -18,7 +19,7 @@ def validate_command(paths: tuple[str, ...], config: str | None) -> None:
     """Validate set files, folders and evalkit.yaml; lists every error (exit 0 or 2)."""
     from evalkit.sets.check import validate_paths
 
-    with collector_paused():
+    with loading():  # the CLI's collector policy: evalkit/memory.py
         report = validate_paths([Path(p) for p in paths], config)
     for issue in report.issues:
         click.echo(printable(str(issue)), err=True)  # an issue may quote the file's content

@@ -9,7 +9,7 @@ per CA bundle for the process, faults mapped to evalkit errors (README "HTTP").
 httpx does the wire: connections, URL encoding, the proxy (``proxy:``, else the environment's
 HTTPS_PROXY, HTTP_PROXY, ALL_PROXY unless NO_PROXY exempts the endpoint, CIDR ranges included:
 chosen per client in ``evalkit.proxies``, as curl chooses it, and named in connection errors). A
-direct endpoint's client gets a transport of one-connection lanes (see ``_lanes``: httpx's pool
+direct endpoint's client gets a transport of one-connection lanes (``lanes.py``: httpx's pool
 costs more CPU than the request on a fast endpoint); through a proxy, httpx's own pool.
 evalkit keeps on top: the whole-call ``timeout_s`` (an asyncio timeout around sending and reading
 the body, so a server trickling a byte at a time cannot hold a call), the size bound counted on
@@ -30,7 +30,7 @@ import json
 import os
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +105,8 @@ class JsonClient:
         if self._client is None:
             import httpx
 
+            from evalkit.providers.lanes import LaneTransport
+
             verify: ssl.SSLContext | bool = tls_context(self._ca_bundle) if self._https else False
             limits = httpx.Limits(
                 max_connections=self._max_connections, max_keepalive_connections=self._max_connections
@@ -121,7 +123,7 @@ class JsonClient:
                 trust_env=False,  # the environment's proxy is chosen above, its CAs in tls_context
                 follow_redirects=False,
                 # through a proxy httpx's own pool serves; direct, one-connection lanes
-                transport=None if proxy else _lanes(verify, self._max_connections),
+                transport=None if proxy else LaneTransport(verify, self._max_connections),
             )
         return self._client
 
@@ -363,63 +365,6 @@ def check_proxy(config: ProviderConfig, base_url: str) -> None:
     is one httpx cannot use (a provider's own ``proxy:`` is checked with the config)."""
     if config.proxy is None and config.adapter != "local":
         _environment_proxy(f"provider '{config.id}'", base_url)
-
-
-def _lanes(verify: ssl.SSLContext | bool, count: int) -> httpx.AsyncBaseTransport:
-    """A transport of ``count`` one-connection ``httpx.AsyncHTTPTransport`` lanes, each lent to one
-    request at a time. httpx's pool checks every connection for every request (encode/httpx#3215):
-    at 0 ms and concurrency 16 one 16-connection pool took twice as long as 16 lanes."""
-    import httpx
-
-    class LaneTransport(httpx.AsyncBaseTransport):
-        def __init__(self) -> None:
-            self._lanes: list[httpx.AsyncHTTPTransport] = []
-            self._free: asyncio.Queue[httpx.AsyncHTTPTransport] = asyncio.Queue()
-
-        async def _take(self) -> httpx.AsyncHTTPTransport:
-            if self._free.empty() and len(self._lanes) < count:
-                lane = httpx.AsyncHTTPTransport(verify=verify, limits=httpx.Limits(max_connections=1), trust_env=False)
-                self._lanes.append(lane)
-                return lane
-            return await self._free.get()
-
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            lane = await self._take()
-            try:
-                response = await lane.handle_async_request(request)
-            except BaseException:
-                self._free.put_nowait(lane)
-                raise
-            stream = LaneStream(response.stream, lambda: self._free.put_nowait(lane))
-            return httpx.Response(
-                response.status_code, headers=response.headers, stream=stream, extensions=response.extensions
-            )
-
-        async def aclose(self) -> None:
-            lanes, self._lanes = self._lanes, []
-            for lane in lanes:
-                await lane.aclose()
-
-    class LaneStream(httpx.AsyncByteStream):
-        """The lane's response body; closing it gives the lane back (once)."""
-
-        def __init__(self, stream: Any, release: Callable[[], None]) -> None:
-            self._stream = stream
-            self._release: Callable[[], None] | None = release
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            async for chunk in self._stream:
-                yield chunk
-
-        async def aclose(self) -> None:
-            try:
-                await self._stream.aclose()
-            finally:
-                release, self._release = self._release, None
-                if release is not None:
-                    release()
-
-    return LaneTransport()
 
 
 def _error_detail(body: bytes) -> str:

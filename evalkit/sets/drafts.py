@@ -5,7 +5,9 @@ A ``Plan`` holds what does not depend on the variables, done once: the assertion
 hold no template checked (and their records made), the conversation's shape and the templates'
 syntax checked. A template's plan serves every row, so a row costs its renderings, the checks
 of the values it renders, and its records. ``Drafter.literal`` builds the usual prompt (no
-template, no conversation) in one pass. A ``Place`` says where a prompt's parts were written:
+template, no conversation) in one pass, without a ``Plan`` but through the same rules and
+messages (``Drafter.prepare``, ``_unassessed``): tests/sets/test_drafts.py holds the two paths to
+the same prompts and issues. A ``Place`` says where a prompt's parts were written:
 issues of a prompt of the set file name that file; a row's, the data file and the row's line.
 """
 
@@ -175,6 +177,17 @@ def _misspelt(fields: Mapping[str, Any], flagged: Callable[[DataPath], bool]) ->
 _ROOTS = ("assertions", "reference")
 
 
+def _unassessed(
+    place: Place, flagged: Callable[[DataPath], bool], fields: Mapping[str, Any], reference: Any, where: str = ""
+) -> list[Issue]:
+    """For a prompt that lists no assertion: the issue that it has no reference either (none when
+    its reference is there, or when the schema reported a misspelt key that would explain it)."""
+    if (isinstance(reference, str) and reference.strip()) or _misspelt(fields, flagged):
+        return []
+    message = f"{place.label} has neither an assertion nor a reference; add assertions: {where}or reference:"
+    return [place.issue((), message)]
+
+
 def _well_formed(turns: Any) -> bool:
     """A list of {role, content} strings (the schema reports anything else)."""
     return (
@@ -236,18 +249,9 @@ class Drafter:
                 item = self.prepare(written, own, ("assertions", k), issues)
                 assertions.append(item.fixed or self._rendered(item, own, variables, issues) if item else None)
         shown = reference if reference is not None else fields.get("reference")  # as written when it failed to render
-        if (
-            plan.listed == 0
-            and not extra
-            and not (isinstance(shown, str) and shown.strip())
-            and not _misspelt(fields, plan.place.flagged)
-        ):
+        if plan.listed == 0 and not extra:
             where = "to the template (or the row) " if row is not None else ""
-            issues.append(
-                place.issue(
-                    (), f"{place.label} has neither an assertion nor a reference; add assertions: {where}or reference:"
-                )
-            )
+            issues.extend(_unassessed(place, plan.place.flagged, fields, shown, where))
         if issues or plan.issues or not plan.complete or not isinstance(pid, str) or not isinstance(text, str):
             return None, issues
         built = tuple([a for a in assertions if a is not None])
@@ -271,10 +275,11 @@ class Drafter:
         return prompt, issues
 
     def literal(
-        self, raw: dict[str, Any], index: int, variables: Mapping[str, Any], flagged: frozenset[str]
+        self, raw: dict[str, Any], place: Place, variables: Mapping[str, Any]
     ) -> tuple[Prompt | None, list[Issue]] | None:
         """A prompt of ``prompts:`` without a template or a conversation (the usual kind, of which a
-        set may hold 100,000) checked and built in one pass; None for any other."""
+        set may hold 100,000) checked and built in one pass, by the rules and messages of ``draft``
+        (``prepare``, ``_unassessed``) without a ``Plan``; None for any other."""
         text, system, reference = raw.get("prompt"), raw.get("system"), raw.get("reference")
         if "messages" in raw or not isinstance(text, str) or has_template(text):
             return None
@@ -283,35 +288,19 @@ class Drafter:
         if isinstance(reference, str) and has_template(reference):
             return None
         listed = raw.get("assertions")
-        forms = [assertion_form(item) for item in (listed if isinstance(listed, list) else ())]
+        written = listed if isinstance(listed, list) else []
+        forms = [assertion_form(item) for item in written]
         if any(form is not None and templated(form[1]) for form in forms):
             return None
         issues: list[Issue] = []
-        built: list[Assertion] = []
-        for a_index, form in enumerate(forms):
-            spec = self.spec(form[0]) if form is not None and isinstance(form[0], str) else None
-            if form is None or spec is None:
-                continue  # the schema says what is wrong
-            kind, value, written_weight, where = form
-            path: DataPath = ("prompts", index, "assertions", a_index, *where)
-            weight = _number(written_weight)
-            if weight is None or (flagged and flagged_path(flagged, path)):
-                continue
-            try:
-                compiled = self._check(spec, kind, value)
-            except AssertionValueError as exc:
-                issues.append(self.doc.issue(path, _value_message(exc, kind, where, value, value)))
-                continue
-            located = None
-            if spec.needs:  # checked against the instances when the run is planned
-                located = self.doc.locate(("prompts", index, "assertions", a_index))
-            built.append(Assertion(spec.name, value, compiled, weight, located))  # one str per type
+        prepared = [
+            self.prepare(item, place, ("assertions", k), issues, form)
+            for k, (item, form) in enumerate(zip(written, forms, strict=True))
+        ]
+        built = [item.fixed for item in prepared if item is not None and item.fixed is not None]
         pid = raw.get("id")
-        misspelt = flagged and _misspelt(raw, lambda sub: flagged_path(flagged, ("prompts", index, *sub)))
-        if listed in (None, []) and not (isinstance(reference, str) and reference.strip()) and not misspelt:
-            name = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
-            message = f"{name} has neither an assertion nor a reference; add assertions: or reference:"
-            issues.append(self.doc.issue(("prompts", index), message))
+        if listed in (None, []):
+            issues.extend(_unassessed(place, place.flagged, raw, reference))
         if issues or len(built) != len(forms) or not isinstance(pid, str):
             return None, issues
         params, critical, threshold = _extras(raw)
@@ -447,10 +436,11 @@ class Drafter:
             self._specs[kind] = registry.get(kind)
         return self._specs[kind]
 
-    def prepare(self, item: Any, place: Place, at: DataPath, issues: list[Issue]) -> _Item | None:
+    def prepare(self, item: Any, place: Place, at: DataPath, issues: list[Issue], form: Any = _UNSET) -> _Item | None:
         """An assertion as written, checked now when its value holds no template; None when it
-        cannot be used (the schema, the row check or an issue added here says why)."""
-        form = assertion_form(item)
+        cannot be used (the schema, the row check or an issue added here says why). ``form``:
+        ``assertion_form(item)`` when the caller has it already."""
+        form = assertion_form(item) if form is _UNSET else form
         if form is None or not isinstance(form[0], str):
             return None
         kind, raw, written_weight, where = form

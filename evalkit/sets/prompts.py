@@ -17,17 +17,15 @@ line that says how many.
 
 from __future__ import annotations
 
-import gc
 import math
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import Issue, SetError
+from evalkit.memory import loading
 from evalkit.records import Gate, Prompt, PromptSet, Tolerances, parse_tolerance
 from evalkit.sets.cases import CASE_SUFFIXES, assertion_form, grouped, read_cases
 from evalkit.sets.drafts import Drafter, Place, Plan, RowPlace, flagged_path
@@ -59,23 +57,10 @@ class Prepared:
     system: str | None = None
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Building 100,000 prompts allocates millions of objects that all live on: the cyclic
-    collector would walk them again and again (a fifth of the load time) and free nothing."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def prompt_set_issues(doc: Document, flagged: frozenset[str] = frozenset()) -> tuple[list[Issue], Prepared]:
     """Semantic issues, and the prompts built (rendered, their assertions compiled).
     ``flagged``: the paths the schema reported, whose values are not checked again."""
-    with _collector_paused():
+    with loading():  # the collector policy, when the caller asked for it (evalkit/memory.py)
         return _prompt_set_issues(doc, flagged)
 
 
@@ -99,12 +84,13 @@ def _prompt_set_issues(doc: Document, flagged: frozenset[str]) -> tuple[list[Iss
                 ids.setdefault(pid, index)
             own_vars = raw.get("vars")
             variables = {**set_vars, **own_vars} if isinstance(own_vars, dict) and own_vars else set_vars
-            literal = drafter.literal(raw, index, variables, flagged)
+            label = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
+            place = Place(doc, ("prompts", index), label, flagged)
+            literal = drafter.literal(raw, place, variables)
             if literal is not None:
                 prompt, found = literal
             else:
-                label = f"prompt '{pid}'" if isinstance(pid, str) else f"prompts[{index}]"
-                plan = Plan(drafter, raw, Place(doc, ("prompts", index), label, flagged))
+                plan = Plan(drafter, raw, place)
                 prompt, found = drafter.draft(plan, pid, variables)
                 found = plan.issues + found
             issues.extend(found)

@@ -42,7 +42,7 @@ def format_path(path: Sequence[PathPart]) -> str:
 @dataclass(frozen=True, slots=True)
 class Document:
     """A parsed YAML file: its plain data and the node graph that knows positions. A file read
-    on the fast path (``parse_document``) has no graph until a position is asked for: ``text``
+    on the fast path (evalkit/sets/yamlfast.py) has no graph until a position is asked for: ``text``
     is then composed once, so a valid file never pays for (or holds) its graph."""
 
     file: str
@@ -178,7 +178,8 @@ def load_document(path: Path, display: str | None = None) -> Document:
     return parse_document(text, file)
 
 
-def _yaml(pure: bool = False) -> Any:
+def safe_yaml(pure: bool = False) -> Any:
+    """ruamel.yaml's safe loader at YAML 1.2's core schema, with libyaml's C parser when installed."""
     from ruamel.yaml import YAML
 
     try:
@@ -192,7 +193,7 @@ def _yaml(pure: bool = False) -> Any:
 # YAML 1.2's core schema (spec 10.3.2), which ruamel's own 1.2 table widens: it reads timestamps
 # ("2001-12-14 21:59:43" became "2001-12-14T21:59:43") and underscores in numbers (1_000).
 # Everything else is a string; merge keys (<<) are kept.
-_CORE_SCHEMA = (
+CORE_SCHEMA = (
     ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
     (
@@ -219,7 +220,7 @@ def _resolver_12() -> Any:
         @property
         def versioned_resolver(self) -> Any:
             if (1, 2) not in self._version_implicit_resolver:
-                for name, pattern, first in _CORE_SCHEMA:
+                for name, pattern, first in CORE_SCHEMA:
                     self.add_version_implicit_resolver(
                         (1, 2), f"tag:yaml.org,2002:{name}", re.compile(pattern), list(first)
                     )
@@ -233,20 +234,19 @@ def _compose(text: str) -> Any:
     from ruamel.yaml.error import MarkedYAMLError
 
     try:
-        return _yaml().compose(text)
+        return safe_yaml().compose(text)
     except MarkedYAMLError:
-        return _yaml(pure=True).compose(text)
+        return safe_yaml(pure=True).compose(text)
 
 
 def parse_document(text: str, file: str) -> Document:
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    """The document of ``text``: its plain data from the events when the fast path takes it
+    (evalkit/sets/yamlfast.py), else from the node graph, with every check of the full path."""
+    from evalkit.sets import yamlfast
 
     floats: dict[tuple[str, str], str] = {}
-    try:
-        fast = _fast_data(text, floats)
-    except (MarkedYAMLError, YAMLError, RecursionError, ValueError):  # ValueError: int('9' * 5000)
-        fast = _SLOW  # the full path below says what is wrong, and where
-    if fast is not _SLOW:
+    fast = yamlfast.plain_data(text, floats)
+    if fast is not yamlfast.DECLINED:
         return Document(file, fast, None, text, floats=floats)
     return _parse_slowly(text, file)
 
@@ -254,7 +254,7 @@ def parse_document(text: str, file: str) -> Document:
 def _parse_slowly(text: str, file: str) -> Document:  # noqa: PLR0912  (split with the speed seams, #28)
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    yaml = _yaml()
+    yaml = safe_yaml()
     deep = _first_too_deep(text, file)
     if deep is not None:
         raise SetError([deep])
@@ -262,7 +262,7 @@ def _parse_slowly(text: str, file: str) -> Document:  # noqa: PLR0912  (split wi
         try:
             node = yaml.compose(text)
         except MarkedYAMLError:  # libyaml is stricter than YAML 1.2 in places: ask the pure parser
-            yaml = _yaml(pure=True)
+            yaml = safe_yaml(pure=True)
             node = yaml.compose(text)
         if node is None:
             return Document(file, None, None)
@@ -301,141 +301,6 @@ def _parse_slowly(text: str, file: str) -> Document:  # noqa: PLR0912  (split wi
     if issues:
         raise SetError(issues)
     return Document(file, plain, node)
-
-
-_SLOW = object()  # the fast path declines: the document needs the full path
-_NO_KEY = object()
-_PLAIN_TYPES = tuple(
-    (name, re.compile(pattern), frozenset(first)) for name, pattern, first in _CORE_SCHEMA if name != "merge"
-)
-_TYPED_STARTS = frozenset().union(*(starts for _, _, starts in _PLAIN_TYPES))
-
-
-def _fast_data(text: str, floats: dict[tuple[str, str], str] | None = None) -> Any:
-    """The plain data of ``text`` built straight from libyaml's events, or ``_SLOW`` when the
-    document has anything but plain mappings, lists and scalars: anchors and aliases (the alias
-    bomb check), tags, merge keys, keys that are not strings or repeat, nesting deeper than
-    MAX_DEPTH, several documents, directives, surrogate escapes. Those take the full path (node
-    graph, checks, ruamel's constructor), so both paths give the same data for what this one takes.
-    A 20,000-prompt set: ~7 s composing and constructing, ~1.5 s here. ``floats`` gets the text
-    of each float two levels down (``Document.float_text``)."""
-    from ruamel.yaml.docinfo import DocInfo, version
-
-    yaml = _yaml()
-    if not hasattr(yaml, "get_constructor_parser"):
-        return _SLOW
-    # what ruamel's own load and compose do first: the pure parser records a directive there
-    yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
-    _, parser = yaml.get_constructor_parser(text)
-    try:
-        return _built(parser.get_event, {} if floats is None else floats)
-    finally:
-        parser.dispose()
-
-
-def _built(next_event: Any, floats: dict[tuple[str, str], str]) -> Any:  # noqa: C901, PLR0912  (split with the speed seams, #28)
-    """``_fast_data``'s loop over the parser's events (taken one by one: ruamel's ``parse``
-    generator asks check_event before each, which costs as much again)."""
-    from ruamel.yaml.events import (
-        AliasEvent,
-        DocumentStartEvent,
-        MappingEndEvent,
-        MappingStartEvent,
-        ScalarEvent,
-        SequenceEndEvent,
-        SequenceStartEvent,
-        StreamEndEvent,
-        StreamStartEvent,
-    )
-
-    stack: list[Any] = []  # open containers: lists, and mappings with their pending key
-    root: Any = _SLOW
-    documents = 0
-    while True:
-        event = next_event()
-        kind = type(event)
-        if kind is ScalarEvent:
-            if event.anchor is not None or event.tag is not None:
-                return _SLOW
-            value = event.value
-            # a plain scalar is resolved by the core schema, but most start with a letter no
-            # typed value starts with: those stay strings without a pattern tried
-            # (a plain scalar's style is "" from libyaml's parser and None from the pure one)
-            if not event.style and event.implicit[0] and (not value or value[0] in _TYPED_STARTS):
-                value = _resolve_plain(value)
-                if type(value) is float and len(stack) == 2 and type(stack[0]) is type(stack[1]) is _Mapping:
-                    floats[(stack[0].key, stack[1].key)] = event.value
-            if type(value) is str and not value.isascii() and _SURROGATE.search(value):
-                return _SLOW
-        elif kind is MappingStartEvent or kind is SequenceStartEvent:
-            if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
-                return _SLOW
-            stack.append(_Mapping() if kind is MappingStartEvent else [])
-            continue
-        elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            top = stack.pop()
-            value = top.data if kind is MappingEndEvent else top
-        elif kind is DocumentStartEvent:
-            documents += 1
-            if documents > 1 or getattr(event, "version", None) or getattr(event, "tags", None):
-                return _SLOW
-            continue
-        elif kind is StreamStartEvent:
-            continue
-        elif kind is StreamEndEvent:
-            break
-        elif kind is AliasEvent:
-            return _SLOW
-        else:  # DocumentEndEvent
-            continue
-        if not stack:
-            root = value
-            continue
-        parent = stack[-1]
-        if type(parent) is list:
-            parent.append(value)
-        elif parent.key is _NO_KEY:
-            if type(value) is not str or value in parent.data or (value == "<<" and not event.style):
-                return _SLOW
-            parent.key = value
-        else:
-            parent.data[parent.key] = value
-            parent.key = _NO_KEY
-    return None if root is _SLOW and documents == 0 else root
-
-
-class _Mapping:
-    __slots__ = ("data", "key")
-
-    def __init__(self) -> None:
-        self.data: dict[str, Any] = {}
-        self.key: Any = _NO_KEY
-
-
-def _resolve_plain(value: str) -> Any:
-    """A plain scalar read by YAML 1.2's core schema (``_CORE_SCHEMA``), as ruamel constructs it."""
-    if not value:
-        return None
-    first = value[0]
-    for name, pattern, starts in _PLAIN_TYPES:
-        if first in starts and pattern.match(value):
-            if name == "bool":
-                return value in ("true", "True", "TRUE")
-            if name == "null":
-                return None
-            if name == "int":
-                if value.startswith("0o"):
-                    return int(value[2:], 8)
-                if value.startswith("0x"):
-                    return int(value[2:], 16)
-                return int(value, 10)
-            lowered = value.lower()
-            if lowered.endswith(".inf"):
-                return float("-inf") if lowered.startswith("-") else float("inf")
-            if lowered == ".nan":
-                return float("nan")
-            return float(value)
-    return value
 
 
 CORE_TAGS = frozenset(
@@ -494,7 +359,7 @@ def _first_too_deep(text: str, file: str) -> Issue | None:
 
     depth = 0
     try:
-        for event in _yaml().parse(text):
+        for event in safe_yaml().parse(text):
             if isinstance(event, NodeEvent) and not isinstance(event, AliasEvent) and depth > MAX_DEPTH:
                 return _issue_at(file, event, f"nested deeper than {MAX_DEPTH} levels; flatten it")
             if isinstance(event, CollectionStartEvent):
@@ -543,7 +408,7 @@ def _construction_issue(root: Any, file: str, exc: Exception) -> Issue:
                 stack.extend((value, key))
         elif isinstance(node, ScalarNode):
             try:
-                _yaml(pure=True).constructor.construct_object(node, deep=True)
+                safe_yaml(pure=True).constructor.construct_object(node, deep=True)
             except (KeyError, IndexError, TypeError, ValueError, AttributeError):
                 tag = str(getattr(node.tag, "value", node.tag) or "").replace("tag:yaml.org,2002:", "!!")
                 return _issue_at(file, node, f"{node.value!r} is not a valid {tag} value")
@@ -640,17 +505,17 @@ def _plain(value: Any, path: DataPath, issues: list[Issue], doc: Document) -> An
     return value
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _text(value: str, path: DataPath, issues: list[Issue], doc: Document, key_of: str | None = None) -> str:
     """``value`` with escaped surrogate pairs (``"\\ud83d\\ude00"``, as JSON reads them) joined into
     their character; a lone surrogate escape is an issue: it is not a character and no prompt,
     id or parameter holding it can be sent, cached or stored."""
-    if _SURROGATE.search(value) is None:
+    if SURROGATE.search(value) is None:
         return value
     joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-    lone = _SURROGATE.search(joined)
+    lone = SURROGATE.search(joined)
     if lone is not None:
         escape = f"\\u{ord(lone.group()):04x}"
         where = (*path, key_of) if key_of is not None else path

@@ -1,9 +1,8 @@
 """What a large set shares once loaded: one checker per distinct assertion value, and no node
-graph until a position is shown; and what the run does to the collector, undone after it."""
+graph until a position is shown."""
 
 from __future__ import annotations
 
-import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -100,36 +99,3 @@ def test_the_parsed_answer_kept_is_only_that_answer() -> None:
     _, failed_again = parse_response("not json", "equals_json")
     assert failed_again is not None
     assert failed_again.reason.startswith("equals_json: ")
-
-
-@pytest.mark.parametrize("fails", [False, True])
-def test_a_run_leaves_the_collector_as_it_found_it(
-    isolated: Path, write_file: Any, monkeypatch: pytest.MonkeyPatch, fails: bool
-) -> None:
-    from evalkit import session
-    from evalkit.api import load_config
-
-    write_file("answers.jsonl", json.dumps({"id": "p0", "response": "x", "model": "m"}) + "\n")
-    write_file("evalkit.yaml", "providers:\n  - {id: rec, adapter: replay, path: answers.jsonl}\n")
-    path = write_set(isolated / "set.yaml", [{"id": "p0", "prompt": "Q", "assertions": [{"contains": "x"}]}])
-    config = load_config(isolated / "evalkit.yaml")
-    plan = session.plan_run([loaded(path)], config, db=None, store=False, use_cache=False)
-    seen: list[tuple[int, tuple[int, int, int]]] = []
-    real = session._run_all
-
-    async def watched(*args: Any, **kwargs: Any) -> Any:
-        seen.append((gc.get_freeze_count(), gc.get_threshold()))
-        if fails:
-            raise RuntimeError("stop")
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(session, "_run_all", watched)
-    before = (gc.get_freeze_count(), gc.get_threshold())
-    if fails:
-        with pytest.raises(RuntimeError):
-            session.execute_plan(plan)
-    else:
-        assert session.execute_plan(plan)[0].items[0].passed
-    assert seen[0][0] > 0
-    assert seen[0][1][2] >= session.RUN_GC_FULL_EVERY
-    assert (gc.get_freeze_count(), gc.get_threshold()) == before
