@@ -20,7 +20,10 @@ pytestmark = [
 
 # the orphan prints its pid once it is in a session of its own; the script exits at once, the
 # orphan holding stdout (the parent's pipe), reparented away from anything evalkit started
-ESCAPES = "setsid sh -c 'echo $$; exec sleep 600' &"
+ESCAPES = (
+    f"{shlex.quote(sys.executable)} -c "
+    "'import os, time; os.setsid(); print(os.getpid(), flush=True); time.sleep(600)' &"
+)
 # a grandchild that stays in the session but leaves the process group
 LEAVES_THE_GROUP = (
     f"{shlex.quote(sys.executable)} -c "
