@@ -15,6 +15,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from evalkit.verdicts import ComparisonState, GateBasis
+
 JsonValue = Any
 Params = Mapping[str, JsonValue]
 
@@ -755,8 +757,8 @@ class BaselineFile:
 class Comparison:
     """The verdict against the baseline."""
 
-    state: str  # baseline | compared | not_compared | mismatch | unknown
-    reason: str
+    state: ComparisonState
+    reason: str  # the verdict in words, as shown and stored (README "JSON output")
     regressed: bool = False
     baseline_run_id: str | None = None
     pass_rate_delta: float | None = None
@@ -767,14 +769,13 @@ class Comparison:
     baseline_source: str | None = None  # file | db: where the baseline came from (README "Baselines and regressions")
     baseline_file: str | None = None  # the baseline file's path, when the source is a file
     flips: Flips | None = None  # per-prompt flips against the baseline (README "Baselines kept in the repository")
-    # how a regression under --significance was decided: "significant" (the paired test found
-    # it), "undecided" (the test could not decide: the tolerance verdict stands) or "untested"
-    gate_basis: str | None = None
+    gate_basis: GateBasis | None = None  # how a regression under --significance was decided
     other_scope: OtherScope | None = None  # another model's baseline, for information (not compared)
+    cause: str | None = None  # why a run was not compared, apart from the reason's sentence
 
     def as_dict(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
-            "state": self.state,
+            "state": self.state.value,
             "regressed": self.regressed,
             "baseline_run_id": self.baseline_run_id,
             "pass_rate_delta": self.pass_rate_delta,
@@ -793,17 +794,25 @@ class Comparison:
         if self.flips is not None:
             out["flips"] = self.flips.as_dict()
         if self.gate_basis is not None:
-            out["gate_basis"] = self.gate_basis
+            out["gate_basis"] = self.gate_basis.value
         if self.other_scope is not None:
             out["other_scope"] = self.other_scope.as_dict()
         return out
+
+    @classmethod
+    def not_compared(
+        cls, cause: str, state: ComparisonState = ComparisonState.NOT_COMPARED, **kwargs: Any
+    ) -> Comparison:
+        """A run that was not compared, and why: the sentence is made from ``cause`` here, and
+        ``cause`` stays apart for the gate's failure (README "Baselines and regressions")."""
+        return cls(state, f"Not compared: {cause}.", cause=cause, **kwargs)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, JsonValue]) -> Comparison:
         """The inverse of ``as_dict`` (a stored comparison)."""
         paired = data.get("paired_test")
         return cls(
-            state=data["state"],
+            state=ComparisonState(data["state"]),
             reason=data["reason"],
             regressed=bool(data.get("regressed")),
             baseline_run_id=data.get("baseline_run_id"),
@@ -815,7 +824,7 @@ class Comparison:
             baseline_source=data.get("baseline_source"),
             baseline_file=data.get("baseline_file"),
             flips=Flips.from_dict(flips) if isinstance(flips := data.get("flips"), Mapping) else None,
-            gate_basis=data.get("gate_basis"),
+            gate_basis=GateBasis(basis) if isinstance(basis := data.get("gate_basis"), str) else None,
             other_scope=OtherScope.from_dict(other) if isinstance(other := data.get("other_scope"), Mapping) else None,
         )
 

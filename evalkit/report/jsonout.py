@@ -9,6 +9,7 @@ from typing import Any
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
 from evalkit.report.summary import cached_before_run, cached_counts
+from evalkit.verdicts import ComparisonState
 
 
 def item_json(run: RunResult) -> list[dict[str, Any]]:
@@ -44,7 +45,7 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
 def run_json(run: RunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The envelope ``evalkit run --format json`` prints for one prompt run."""
     gen = run.generator
-    comparison = run.comparison or Comparison("not_compared", "Not compared: no store.")
+    comparison = run.comparison or Comparison.not_compared("no store")
     return (
         {
             "run_id": run.run_id,
@@ -127,7 +128,7 @@ def documents(envelopes: Sequence[dict[str, Any]]) -> str:
 
 def retrieval_json(run: RetrievalRunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The envelope ``evalkit retrieval --format json`` prints (README "JSON output")."""
-    comparison = run.comparison or Comparison("unknown", "Not compared: no store.")
+    comparison = run.comparison or Comparison.not_compared("no store", ComparisonState.UNKNOWN)
     items = []
     for item in run.items:
         entry: dict[str, Any] = {

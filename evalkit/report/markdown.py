@@ -9,6 +9,7 @@ from typing import Any
 from evalkit.records import RetrievalRunResult, RunResult
 from evalkit.report.text import clip, instance, outcome_label, percent, printable, sparkline, verdict_label
 from evalkit.report.toolcalls import calls_line
+from evalkit.verdicts import ComparisonState
 
 _MARKUP = re.compile(r"([\\`*_\[\]!~|])")  # what makes inline markup: links and images need [ ]
 # An @ that could start a mention: GitHub links one only after a character that is not a word
@@ -92,9 +93,9 @@ def _verdict(run: RunResult, failures: list[str]) -> str:
         return "❌ **gate failed**"
     if comparison is not None and comparison.regressed:
         return "⚠️ **regressed**"
-    if comparison is None or comparison.state == "not_compared":
+    if comparison is None or comparison.state is ComparisonState.NOT_COMPARED:
         return "⚠️ **not compared**"
-    return "✅ **baseline recorded**" if comparison.state == "baseline" else "✅ **no regression**"
+    return "✅ **baseline recorded**" if comparison.state.is_baseline else "✅ **no regression**"
 
 
 def _errored(errored: int, total: int) -> str:
@@ -118,7 +119,7 @@ def _cached(run: RunResult) -> str:
 
 def _delta(run: RunResult, which: str) -> str:
     comparison = run.comparison
-    if comparison is None or comparison.state != "compared":
+    if comparison is None or not comparison.state.is_compared:
         return ""
     if which == "pass" and comparison.pass_rate_delta is not None:
         return f" ({comparison.pass_rate_delta * 100:+.1f} pp against the baseline)"

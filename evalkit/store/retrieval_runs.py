@@ -11,6 +11,7 @@ from evalkit.records import Comparison, RetrievalItem, RetrievalRunResult, Retri
 from evalkit.store.privacy import keeps_items, text_for
 from evalkit.store.runs import RESULT_COLUMNS, RUN_COLUMNS, decimal_of, from_timestamp, to_timestamp
 from evalkit.store.store import Store
+from evalkit.verdicts import ComparisonState
 
 EXTRA_RUN_COLUMNS = ("benchmark_fingerprint", "variant_fingerprint")
 
@@ -24,7 +25,7 @@ def _reason(item: RetrievalItem) -> str:
 def save_retrieval_run(
     store: Store, run: RetrievalRunResult, level: str, version: str, gate: Mapping[str, Any] | None
 ) -> None:
-    comparison = run.comparison or Comparison("unknown", "not compared")
+    comparison = run.comparison or Comparison(ComparisonState.UNKNOWN, "not compared")
     metrics = {
         "metrics": dict(run.metrics),
         "by_form": {k: dict(v) for k, v in run.by_form.items()},
@@ -43,7 +44,7 @@ def save_retrieval_run(
         "finished_at": to_timestamp(run.finished_at), "item_count": run.question_count,
         "passed_count": run.top1_hits, "error_count": run.error_count, "pass_rate": run.top1_hit_rate,
         "mean_score": run.top3_hit_rate, "status": "errored" if run.error_count else "complete",
-        "comparison_state": comparison.state, "regressed": comparison.regressed,
+        "comparison_state": comparison.state.value, "regressed": comparison.regressed,
         "baseline_run_id": comparison.baseline_run_id, "comparison": json.dumps(comparison.as_dict()),
         "tolerances": json.dumps(run.tolerances.as_dict()), "metrics": json.dumps(metrics),
         "provenance": json.dumps(dict(run.provenance)), "input_tokens": None, "output_tokens": None, "cost": None,

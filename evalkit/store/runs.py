@@ -24,6 +24,7 @@ from evalkit.records import (
 )
 from evalkit.store.privacy import details_for, keeps_items, text_for
 from evalkit.store.store import Store
+from evalkit.verdicts import ComparisonState
 
 RUN_COLUMNS = (
     "run_id", "kind", "set_id", "set_name", "set_fingerprint", "set_path", "grader", "provider", "model",
@@ -110,7 +111,7 @@ def as_kept(run: RunResult, level: str) -> RunResult:
 
 def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) -> tuple[Any, ...]:
     gen = run.generator
-    comparison = run.comparison or Comparison("not_compared", "not compared")
+    comparison = run.comparison or Comparison(ComparisonState.NOT_COMPARED, "not compared")
     return (
         run.run_id,
         run.kind,
@@ -132,7 +133,7 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
         run.pass_rate,
         run.mean_score,
         "errored" if run.error_count else "complete",
-        comparison.state,
+        comparison.state.value,
         comparison.regressed,
         comparison.baseline_run_id,
         json.dumps(comparison.as_dict()),
