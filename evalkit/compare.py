@@ -31,9 +31,7 @@ from evalkit.records import (
     RunResult,
     Tolerances,
 )
-from evalkit.verdicts import ComparisonState, GateBasis
-
-COMPARABLE_PREFIXES = ("deterministic", "decision:", "retrieval_hit_rate")
+from evalkit.verdicts import ComparisonState, GateBasis, Yardstick
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +84,6 @@ def run_mean_score(run: RunResult) -> Fraction:
     return exact_mean(s for _, s in per_item((i.id, i.passed, i.score) for i in run.items).values())
 
 
-def comparable_grader(grader: str) -> bool:
-    """Only a run stored under one full yardstick can be compared."""
-    if grader in ("decision", "decision:failed"):
-        return False
-    return grader.startswith(COMPARABLE_PREFIXES)
-
-
 def describe_scope(run: RunResult) -> str:
     """The baseline scope in words: the generator that answered (a fallback names itself)."""
     gen = run.generator
@@ -107,10 +98,11 @@ def not_comparable_reason(run: RunResult) -> str | None:
         return f"{run.error_count} of {run.sample_count} items errored; a run with errors is stored but not compared"
     if run.generator is None:
         return "no single verified serving generator: " + generator_problem(run)
-    if run.grader.startswith("decision:") and run.grader.endswith("?:v1"):
+    yardstick = Yardstick.parse(run.grader)
+    if yardstick.judged and not yardstick.verified:
         return "the judge reported no model, so its yardstick cannot be verified"
-    if not comparable_grader(run.grader):
-        if run.grader == "decision:failed":
+    if not yardstick.shared:  # only a run stored under one full yardstick can be compared
+        if yardstick.judged and yardstick.failed:
             return "every decision failed, so the run has no yardstick"
         return "its gradings do not share one yardstick (some decisions failed or the judge model changed)"
     return None

@@ -7,10 +7,13 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalkit.compare import gate_of, gate_passed
+from evalkit.graders.decision import yardstick as decision_yardstick
 from evalkit.records import Comparison
-from evalkit.verdicts import ComparisonState, GateBasis
+from evalkit.verdicts import ComparisonState, GateBasis, Yardstick
 from tests.factories import run_of
 
 
@@ -52,3 +55,33 @@ def test_a_not_compared_verdict_keeps_its_cause_apart_from_its_sentence() -> Non
     assert comparison.reason == "Not compared: the run could not be stored (disk full)."
     run = replace(run_of(1, 1), comparison=comparison)
     assert gate_of(run, True)["failures"] == ["not compared with a baseline (the run could not be stored (disk full))"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "parsed", "shared", "judged"),
+    [
+        ("deterministic", Yardstick("deterministic"), True, False),
+        ("retrieval_hit_rate", Yardstick("retrieval_hit_rate"), True, False),
+        ("decision:judge:gpt-4o-2024-08-06:v1", Yardstick("decision", "judge", "gpt-4o-2024-08-06", 1), True, True),
+        ("decision:local:llama3:8b:v1", Yardstick("decision", "local", "llama3:8b", 1), True, True),
+        ("decision", Yardstick("decision"), False, True),
+        ("decision:failed", Yardstick("decision", failed=True), False, True),
+        ("decision:judge:model:vx", Yardstick("decision:judge:model:vx"), False, False),
+        ("deterministic_v2", Yardstick("deterministic_v2"), False, False),
+    ],
+)
+def test_a_stored_yardstick_parses_into_its_parts(stored: str, parsed: Yardstick, shared: bool, judged: bool) -> None:
+    assert Yardstick.parse(stored) == parsed
+    assert (parsed.shared, parsed.judged, str(parsed)) == (shared, judged, stored)
+
+
+def test_a_judge_that_reported_no_model_is_unverified_whatever_the_version() -> None:
+    assert Yardstick.parse("decision:judge:alias?:v1").verified is False
+    assert Yardstick.parse("decision:judge:alias?:v2").verified is False
+    assert Yardstick.parse("decision:judge:model-1:v2").verified is True
+    assert Yardstick.decision("judge", "model-1", 1) == Yardstick.parse(decision_yardstick("judge", "model-1"))
+
+
+@given(st.text(alphabet=st.sampled_from("decision:vf1a?ld2²٣"), max_size=30) | st.text(max_size=30))
+def test_a_yardstick_gives_back_the_string_it_was_parsed_from(stored: str) -> None:
+    assert str(Yardstick.parse(stored)) == stored

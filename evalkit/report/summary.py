@@ -21,6 +21,7 @@ from typing import Any
 
 from evalkit import stats
 from evalkit.records import ItemResult, RunResult
+from evalkit.verdicts import Yardstick
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,7 @@ def repeat_summary(run: RunResult) -> RepeatSummary:
 def cached_counts(run: RunResult) -> tuple[int, int | None]:
     """(answers replayed from the cache, judge gradings replayed from it; None without a judge)."""
     answers = sum(1 for i in run.items if i.cached)
-    if not run.grader.startswith("decision"):
+    if not Yardstick.parse(run.grader).judged:
         return answers, None
     return answers, sum(1 for i in run.items if i.grader_cached)
 

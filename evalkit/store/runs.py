@@ -24,7 +24,7 @@ from evalkit.records import (
 )
 from evalkit.store.privacy import details_for, keeps_items, text_for
 from evalkit.store.store import Store
-from evalkit.verdicts import ComparisonState
+from evalkit.verdicts import ComparisonState, Yardstick
 
 RUN_COLUMNS = (
     "run_id", "kind", "set_id", "set_name", "set_fingerprint", "set_path", "grader", "provider", "model",
@@ -61,7 +61,7 @@ def metadata_reason(item: ItemResult) -> str:
         failed = [a.type for a in counted if not a.passed]
         threshold = None if item.threshold is None else (item.score, item.threshold, item.passed)
         return assertions_reason(failed, len(counted), threshold=threshold)
-    if item.yardstick and item.yardstick.startswith("decision"):
+    if item.yardstick and Yardstick.parse(item.yardstick).judged:
         return f"decision score {item.score:.2f}"
     return "passed" if item.passed else "failed"
 
