@@ -17,7 +17,6 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
 
 from evalkit import stats
 from evalkit.records import (
@@ -31,7 +30,17 @@ from evalkit.records import (
     RunResult,
     Tolerances,
 )
-from evalkit.verdicts import ComparisonState, GateBasis, Yardstick
+from evalkit.verdicts import (
+    BelowMinimum,
+    ComparisonState,
+    CriticalFailed,
+    GateBasis,
+    GateFailure,
+    GateVerdict,
+    NotCompared,
+    Regressed,
+    Yardstick,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,28 +467,20 @@ def gate_of(
     fail_on_regression: bool,
     minimums: Gate | None = None,
     critical: Collection[str] = (),
-) -> dict[str, Any]:
-    """The gate block of the JSON output (and of the stored run): the regression gate when it
-    was asked for, and the absolute gates (README "Absolute gates"), which hold for every run with or without
-    a baseline. ``failures`` says each failure in words."""
-    failures: list[str] = []
+) -> GateVerdict:
+    """The gate verdict (the JSON output's and the stored run's ``gate`` block): the regression
+    gate when it was asked for, and the absolute gates (README "Absolute gates"), which hold for
+    every run with or without a baseline."""
+    failures: list[GateFailure] = []
     comparison = run.comparison
     if fail_on_regression and (comparison is None or not gate_passed(comparison, True)):
         if comparison is not None and comparison.regressed:
-            failures.append(f"regression against the baseline (run {comparison.baseline_run_id}){_basis(comparison)}")
+            failures.append(Regressed(comparison.baseline_run_id, comparison.gate_basis, comparison.significance))
         else:
-            why = (comparison.cause or comparison.reason) if comparison else "no comparison"
-            failures.append(f"not compared with a baseline ({why})")
+            failures.append(NotCompared((comparison.cause or comparison.reason) if comparison else "no comparison"))
     if isinstance(run, RunResult):
         failures.extend(absolute_failures(run, minimums or Gate(), critical))
-    return {"fail_on_regression": fail_on_regression, "passed": not failures, "failures": failures}
-
-
-def _basis(comparison: Comparison) -> str:
-    """How a regression under ``--significance`` was decided, for the gate's failure (README,
-    "Baselines and regressions"): found significant, or left to the tolerance."""
-    basis = comparison.gate_basis
-    return "" if basis is None else basis.describe(comparison.significance)
+    return GateVerdict(fail_on_regression, tuple(failures))
 
 
 def power_note(run: RunResult) -> str | None:
@@ -503,30 +504,28 @@ def power_note(run: RunResult) -> str | None:
     )
 
 
-def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] = ()) -> list[str]:
-    """Each minimum the run falls short of, and each critical prompt that failed, in words.
+def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] = ()) -> list[GateFailure]:
+    """Each minimum the run falls short of, and each critical prompt that failed.
     The pass rate is compared as the exact fraction of its counts."""
-    failures = []
+    failures: list[GateFailure] = []
     if minimums.min_pass_rate is not None:
         rate = Fraction(run.passed_count, run.sample_count) if run.sample_count else Fraction(0)
         if rate < minimums.min_pass_rate:
-            failures.append(
-                f"pass rate {shown_below(rate, minimums.min_pass_rate)} ({run.passed_count}/{run.sample_count}) "
-                f"is below the minimum {minimums.min_pass_rate}"
-            )
+            shown = shown_below(rate, minimums.min_pass_rate)
+            counts = f"{run.passed_count}/{run.sample_count}"
+            failures.append(BelowMinimum("pass rate", shown, minimums.min_pass_rate, counts))
     if minimums.min_mean_score is not None:
         score = run_mean_score(run)
         if score < minimums.min_mean_score:
             failures.append(
-                f"mean score {shown_below(score, minimums.min_mean_score)} "
-                f"is below the minimum {minimums.min_mean_score}"
+                BelowMinimum("mean score", shown_below(score, minimums.min_mean_score), minimums.min_mean_score)
             )
     wanted = set(critical)
     failed: dict[str, str] = {}
     for item in run.items:
         if item.id in wanted and not item.passed:
             failed.setdefault(item.id, "errored" if item.errored else "failed")
-    failures.extend(f"critical prompt '{printable_id(i)}' {how}" for i, how in failed.items())
+    failures.extend(CriticalFailed(printable_id(i), how) for i, how in failed.items())
     return failures
 
 

@@ -15,7 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from evalkit.verdicts import ComparisonState, GateBasis
+from evalkit.verdicts import ComparisonState, GateBasis, GateVerdict
 
 JsonValue = Any
 Params = Mapping[str, JsonValue]
@@ -892,7 +892,7 @@ class RunResult:
     cost: float | None = None
     grader_cost: float | None = None
     repeats: int = 1
-    gate: Mapping[str, JsonValue] | None = None  # the gate block, once decided (evalkit.compare.gate_of)
+    gate: GateVerdict | None = None  # the gate verdict, once decided (evalkit.compare.gate_of)
     kind: Literal["prompts"] = "prompts"
 
     @classmethod
@@ -996,6 +996,6 @@ class RetrievalRunResult:
     set_name: str = ""
     set_path: str | None = None
     error_count: int = 0
-    gate: Mapping[str, JsonValue] | None = None  # the gate block, once decided (evalkit.compare.gate_of)
+    gate: GateVerdict | None = None  # the gate verdict, once decided (evalkit.compare.gate_of)
     kind: Literal["retrieval"] = "retrieval"
     grader: str = "retrieval_hit_rate"

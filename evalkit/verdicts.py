@@ -9,7 +9,9 @@ state serialises to what it always did. Nothing here imports the rest of evalkit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
 
 
@@ -114,3 +116,93 @@ class Yardstick:
 
 DECISION = "decision"
 WHOLE_YARDSTICKS = ("deterministic", "retrieval_hit_rate")
+
+
+@dataclass(frozen=True, slots=True)
+class Regressed:
+    """A requested regression gate failed: the run regressed against its baseline."""
+
+    baseline_run_id: str | None
+    basis: GateBasis | None = None  # how --significance decided it, when given
+    significance: float | None = None
+
+    def describe(self) -> str:
+        how = "" if self.basis is None else self.basis.describe(self.significance)
+        return f"regression against the baseline (run {self.baseline_run_id}){how}"
+
+
+@dataclass(frozen=True, slots=True)
+class NotCompared:
+    """A requested regression gate failed: the run was not compared, for ``cause``."""
+
+    cause: str
+
+    def describe(self) -> str:
+        return f"not compared with a baseline ({self.cause})"
+
+
+@dataclass(frozen=True, slots=True)
+class BelowMinimum:
+    """An absolute gate failed (README "Absolute gates"): ``measure`` is below its minimum."""
+
+    measure: str  # pass rate | mean score
+    shown: str  # the value, with the decimals that show it below the minimum
+    minimum: Decimal
+    counts: str | None = None  # passed/samples, for a pass rate
+
+    def describe(self) -> str:
+        counts = f" ({self.counts})" if self.counts is not None else ""
+        return f"{self.measure} {self.shown}{counts} is below the minimum {self.minimum}"
+
+
+@dataclass(frozen=True, slots=True)
+class CriticalFailed:
+    """A critical prompt failed or errored (README "Absolute gates")."""
+
+    prompt_id: str  # as printed (a long id shortened)
+    how: str  # failed | errored
+
+    def describe(self) -> str:
+        return f"critical prompt '{self.prompt_id}' {self.how}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFailure:
+    """A failure read back from the database, as it was said when the gate was decided."""
+
+    text: str
+
+    def describe(self) -> str:
+        return self.text
+
+
+GateFailure = Regressed | NotCompared | BelowMinimum | CriticalFailed | StoredFailure
+
+
+@dataclass(frozen=True, slots=True)
+class GateVerdict:
+    """What the gates decided for a run: the ``gate`` block of the JSON output and of the stored
+    run (README "JSON output"), its failures typed and put in words only where shown."""
+
+    fail_on_regression: bool
+    failures: tuple[GateFailure, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def reasons(self) -> list[str]:
+        """Each failure in words."""
+        return [f.describe() for f in self.failures]
+
+    def as_dict(self) -> dict[str, bool | list[str]]:
+        return {"fail_on_regression": self.fail_on_regression, "passed": self.passed, "failures": self.reasons()}
+
+    @classmethod
+    def stored(cls, data: object) -> GateVerdict | None:
+        """The inverse of ``as_dict`` for a gate block read back (None: no gate was decided)."""
+        if not isinstance(data, Mapping):
+            return None
+        failures = data.get("failures")
+        said = [str(f) for f in failures] if isinstance(failures, list) else []
+        return cls(bool(data.get("fail_on_regression")), tuple(StoredFailure(f) for f in said))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from decimal import Decimal
 
 import pytest
 from hypothesis import given
@@ -12,8 +13,16 @@ from hypothesis import strategies as st
 
 from evalkit.compare import gate_of, gate_passed
 from evalkit.graders.decision import yardstick as decision_yardstick
-from evalkit.records import Comparison
-from evalkit.verdicts import ComparisonState, GateBasis, Yardstick
+from evalkit.records import Comparison, Gate
+from evalkit.verdicts import (
+    BelowMinimum,
+    ComparisonState,
+    GateBasis,
+    GateVerdict,
+    Regressed,
+    StoredFailure,
+    Yardstick,
+)
 from tests.factories import run_of
 
 
@@ -54,7 +63,7 @@ def test_a_not_compared_verdict_keeps_its_cause_apart_from_its_sentence() -> Non
     comparison = Comparison.not_compared("the run could not be stored (disk full)", ComparisonState.UNKNOWN)
     assert comparison.reason == "Not compared: the run could not be stored (disk full)."
     run = replace(run_of(1, 1), comparison=comparison)
-    assert gate_of(run, True)["failures"] == ["not compared with a baseline (the run could not be stored (disk full))"]
+    assert gate_of(run, True).reasons() == ["not compared with a baseline (the run could not be stored (disk full))"]
 
 
 @pytest.mark.parametrize(
@@ -85,3 +94,47 @@ def test_a_judge_that_reported_no_model_is_unverified_whatever_the_version() -> 
 @given(st.text(alphabet=st.sampled_from("decision:vf1a?ld2²٣"), max_size=30) | st.text(max_size=30))
 def test_a_yardstick_gives_back_the_string_it_was_parsed_from(stored: str) -> None:
     assert str(Yardstick.parse(stored)) == stored
+
+
+def test_the_gate_keeps_its_failures_typed_and_says_them_where_shown() -> None:
+    regressed = replace(
+        run_of(7, 10),
+        comparison=Comparison(
+            ComparisonState.COMPARED,
+            "r",
+            regressed=True,
+            baseline_run_id="b1",
+            gate_basis=GateBasis.SIGNIFICANT,
+            significance=0.05,
+        ),
+    )
+    gate = gate_of(regressed, True, Gate(min_pass_rate=Decimal("0.8")))
+    assert gate.failures == (
+        Regressed("b1", GateBasis.SIGNIFICANT, 0.05),
+        BelowMinimum("pass rate", "0.70", Decimal("0.8"), "7/10"),
+    )
+    assert gate.as_dict() == {
+        "fail_on_regression": True,
+        "passed": False,
+        "failures": [
+            "regression against the baseline (run b1): significant at 0.05 (one-sided paired test)",
+            "pass rate 0.70 (7/10) is below the minimum 0.8",
+        ],
+    }
+    assert GateVerdict.stored(json.loads(json.dumps(gate.as_dict()))) == GateVerdict(
+        True, tuple(StoredFailure(f) for f in gate.reasons())
+    )
+
+
+@pytest.mark.parametrize(
+    ("stored", "read"),
+    [
+        (None, None),
+        ("passed", None),
+        ([1, 2], None),
+        ({"failures": "not a list", "passed": False}, GateVerdict(False)),
+        ({"fail_on_regression": True, "failures": [3]}, GateVerdict(True, (StoredFailure("3"),))),
+    ],
+)
+def test_a_damaged_stored_gate_reads_back_as_data_never_a_crash(stored: object, read: GateVerdict | None) -> None:
+    assert GateVerdict.stored(stored) == read

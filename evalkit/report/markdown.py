@@ -52,8 +52,7 @@ def run_markdown(run: RunResult) -> str:
         if gen
         else f"{run.provider}/{_inline(run.model)} (model unknown)"
     )
-    gate = run.gate or {}
-    failures = list(gate.get("failures") or [])
+    failures = run.gate.reasons() if run.gate is not None else []
     verdict = _verdict(run, failures) + _stale(run)
     lines = [
         f"### {_inline(run.set_id)} · run `{run.run_id}`",
@@ -150,7 +149,7 @@ def _flip_lines(run: RunResult) -> list[str]:
 def runs_markdown(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
     """``run --format markdown`` / ``--markdown FILE``: every run of the command, one section each."""
     gated = [r for r in runs if r.gate is not None]
-    failed = sum(1 for r in gated if not (r.gate or {}).get("passed", True))
+    failed = sum(1 for r in gated if r.gate is not None and not r.gate.passed)
     errored = sum(r.error_count for r in runs)
     head = f"## evalkit: {len(runs)} run{'s' if len(runs) != 1 else ''}, " + (
         f"could not complete: {_errored(errored, sum(len(r.items) for r in runs))}"

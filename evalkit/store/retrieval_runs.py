@@ -4,14 +4,13 @@ metrics, breakdowns, provenance and fingerprints kept on the run row."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from evalkit.records import Comparison, RetrievalItem, RetrievalRunResult, RetrievalTolerances
 from evalkit.store.privacy import keeps_items, text_for
 from evalkit.store.runs import RESULT_COLUMNS, RUN_COLUMNS, decimal_of, from_timestamp, to_timestamp
 from evalkit.store.store import Store
-from evalkit.verdicts import ComparisonState
+from evalkit.verdicts import ComparisonState, GateVerdict
 
 EXTRA_RUN_COLUMNS = ("benchmark_fingerprint", "variant_fingerprint")
 
@@ -23,7 +22,7 @@ def _reason(item: RetrievalItem) -> str:
 
 
 def save_retrieval_run(
-    store: Store, run: RetrievalRunResult, level: str, version: str, gate: Mapping[str, Any] | None
+    store: Store, run: RetrievalRunResult, level: str, version: str, gate: GateVerdict | None
 ) -> None:
     comparison = run.comparison or Comparison(ComparisonState.UNKNOWN, "not compared")
     metrics = {
@@ -34,7 +33,7 @@ def save_retrieval_run(
         "left_out": run.left_out,
         "top1_hits": run.top1_hits,
         "top3_hits": run.top3_hits,
-        "gate": dict(gate) if gate is not None else None,
+        "gate": gate.as_dict() if gate is not None else None,
     }
     values = {
         "run_id": run.run_id, "kind": run.kind, "set_id": run.set_id, "set_name": run.set_name,

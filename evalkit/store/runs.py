@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -24,7 +23,7 @@ from evalkit.records import (
 )
 from evalkit.store.privacy import details_for, keeps_items, text_for
 from evalkit.store.store import Store
-from evalkit.verdicts import ComparisonState, Yardstick
+from evalkit.verdicts import ComparisonState, GateVerdict, Yardstick
 
 RUN_COLUMNS = (
     "run_id", "kind", "set_id", "set_name", "set_fingerprint", "set_path", "grader", "provider", "model",
@@ -149,10 +148,10 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
     )
 
 
-def save_run(store: Store, run: RunResult, level: str, version: str, gate: Mapping[str, Any] | None = None) -> None:
+def save_run(store: Store, run: RunResult, level: str, version: str, gate: GateVerdict | None = None) -> None:
     """Write the run row and its item rows in one transaction."""
     metrics = {
-        "gate": dict(gate) if gate is not None else None,
+        "gate": gate.as_dict() if gate is not None else None,
         "requested_provider": run.provider,
         "requested_model": run.model,
         "grader_input_tokens": run.grader_usage.input_tokens,
@@ -231,7 +230,7 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         cost=row["cost"],
         grader_cost=metrics.get("grader_cost"),
         repeats=row["repeats"] or 1,
-        gate=metrics.get("gate"),
+        gate=GateVerdict.stored(metrics.get("gate")),
     )
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
 
