@@ -577,14 +577,18 @@ class PairedTest:
     score_drop_p_floor: float = 1.0
     score_changed: int = 0  # paired items whose mean score changed
 
-    def describe(self, one_sided: bool = False) -> str:
+    def describe(self, one_sided: bool = False, measure: str = "pass rate") -> str:
         """``pass rate -12.0 pp (95% CI -20.1 … -3.9), two-sided p = 0.008`` (has it changed?);
         with ``one_sided`` the p-value of a drop, which ``--significance`` gates on
-        (``one-sided p = 0.004``). Each is labelled: both can be seen side by side."""
+        (``one-sided p = 0.004``). Each is labelled: both can be seen side by side. ``measure``
+        names what the stored pass is (a retrieval run's: the top-1 hit)."""
+        return f"{measure} {self.pass_rate_delta * 100:+.1f} pp ({self.pass_interval()}), {self.p_text(one_sided)}"
+
+    def p_text(self, one_sided: bool = False) -> str:
+        """``two-sided p = 0.008``, or the one-sided p of a drop: ``one-sided p < 0.001``."""
         p = self.drop_p_value if one_sided else self.p_value
         label = "one-sided p" if one_sided else "two-sided p"
-        shown = f"{label} < 0.001" if p < 0.001 else f"{label} = {p:.3f}"
-        return f"pass rate {self.pass_rate_delta * 100:+.1f} pp ({self.pass_interval()}), {shown}"
+        return f"{label} < 0.001" if p < 0.001 else f"{label} = {p:.3f}"
 
     def pass_interval(self) -> str:
         """``95% CI -20.1 … -3.9``, or why there is no interval: a bootstrap over items that all

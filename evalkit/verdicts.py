@@ -24,6 +24,14 @@ class ComparisonState(StrEnum):
     MISMATCH = "mismatch"  # a retrieval run whose benchmark changed since the previous run
     UNKNOWN = "unknown"  # a retrieval run whose comparison could not be decided
 
+    @classmethod
+    def read(cls, stored: str | None) -> ComparisonState | None:
+        """A state read back from a database row; None for none, or for a string no version wrote."""
+        try:
+            return cls(stored) if stored is not None else None
+        except ValueError:
+            return None
+
     @property
     def is_baseline(self) -> bool:
         return self is ComparisonState.BASELINE

@@ -11,9 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.compare import gate_of, gate_passed
+from evalkit.compare import gate_of, gate_passed, paired_test
 from evalkit.graders.decision import yardstick as decision_yardstick
 from evalkit.records import Comparison, Gate
+from evalkit.report.render import verdict_style
+from evalkit.report.text import verdict_label
 from evalkit.verdicts import (
     BelowMinimum,
     ComparisonState,
@@ -138,3 +140,27 @@ def test_the_gate_keeps_its_failures_typed_and_says_them_where_shown() -> None:
 )
 def test_a_damaged_stored_gate_reads_back_as_data_never_a_crash(stored: object, read: GateVerdict | None) -> None:
     assert GateVerdict.stored(stored) == read
+
+
+@pytest.mark.parametrize(
+    ("stored", "regressed", "label", "style"),
+    [
+        ("compared", False, "no regression", "green"),
+        ("baseline", False, "baseline", "cyan"),
+        ("mismatch", False, "mismatch", "yellow"),
+        ("compared", True, "regressed", "bold red"),
+        ("compared; DROP", False, "compared; DROP", "yellow"),  # a state no version wrote: shown as it is
+        (None, None, "—", "yellow"),
+    ],
+)
+def test_a_stored_state_is_read_into_the_enum_for_its_label_and_style(
+    stored: str | None, regressed: bool | None, label: str, style: str
+) -> None:
+    assert (verdict_label(stored, regressed), verdict_style(stored, regressed)) == (label, style)
+
+
+def test_the_paired_test_says_its_parts_without_being_parsed_back() -> None:
+    test = paired_test([("a", True, 1.0), ("b", True, 1.0)], [("a", False, 0.0), ("b", True, 1.0)])
+    assert test.p_text(one_sided=True) == "one-sided p = 0.500"
+    assert test.describe() == f"pass rate -50.0 pp ({test.pass_interval()}), two-sided p = 1.000"
+    assert test.describe(measure="top-1 hit rate").startswith("top-1 hit rate -50.0 pp (")

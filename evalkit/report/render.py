@@ -26,7 +26,7 @@ from evalkit.report.text import (
     verdict_label,
 )
 from evalkit.report.toolcalls import calls_line
-from evalkit.verdicts import GateVerdict
+from evalkit.verdicts import ComparisonState, GateVerdict
 
 MAX_LISTED = 100
 
@@ -64,7 +64,10 @@ def dollars(amount: float) -> str:
 def verdict_style(state: str | None, regressed: bool | None) -> str:
     if regressed:
         return "bold red"
-    return {"baseline": "cyan", "compared": "green"}.get(state or "", "yellow")
+    known = ComparisonState.read(state)
+    if known is None or not known.comparable:
+        return "yellow"
+    return "cyan" if known.is_baseline else "green"
 
 
 def _item_table(run: RunResult) -> tuple[Table, int]:
