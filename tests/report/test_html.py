@@ -253,7 +253,8 @@ def test_the_verdict_is_said_once(cli: Any, project: dict[str, Any], isolated: P
     assert "No regression: pass rate +0.0 pp" in again
     assert again.count("No regression") == 1
     # a compared run that held is marked good, its verdict coloured as a pass
-    assert '<div class="verdict good">' in raw and 'class="verdict-text t pass"' in raw
+    assert '<div class="verdict good">' in raw
+    assert 'class="verdict-text t pass"' in raw
 
 
 @pytest.mark.parametrize("privacy", ["metadata", "none"])
