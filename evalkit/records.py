@@ -816,7 +816,8 @@ class Comparison:
         """The inverse of ``as_dict`` (a stored comparison)."""
         paired = data.get("paired_test")
         return cls(
-            state=ComparisonState(data["state"]),
+            # a state or basis no version wrote (a damaged or hostile database) reads as unknown
+            state=ComparisonState.read(data.get("state")) or ComparisonState.UNKNOWN,
             reason=data["reason"],
             regressed=bool(data.get("regressed")),
             baseline_run_id=data.get("baseline_run_id"),
@@ -828,7 +829,7 @@ class Comparison:
             baseline_source=data.get("baseline_source"),
             baseline_file=data.get("baseline_file"),
             flips=Flips.from_dict(flips) if isinstance(flips := data.get("flips"), Mapping) else None,
-            gate_basis=GateBasis(basis) if isinstance(basis := data.get("gate_basis"), str) else None,
+            gate_basis=GateBasis.read(data.get("gate_basis")),
             other_scope=OtherScope.from_dict(other) if isinstance(other := data.get("other_scope"), Mapping) else None,
         )
 

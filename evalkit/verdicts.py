@@ -25,12 +25,9 @@ class ComparisonState(StrEnum):
     UNKNOWN = "unknown"  # a retrieval run whose comparison could not be decided
 
     @classmethod
-    def read(cls, stored: str | None) -> ComparisonState | None:
-        """A state read back from a database row; None for none, or for a string no version wrote."""
-        try:
-            return cls(stored) if stored is not None else None
-        except ValueError:
-            return None
+    def read(cls, stored: object) -> ComparisonState | None:
+        """A state read back from a database row; None for none, or for a value no version wrote."""
+        return next((state for state in cls if state.value == stored), None)
 
     @property
     def is_baseline(self) -> bool:
@@ -53,6 +50,11 @@ class GateBasis(StrEnum):
     SIGNIFICANT = "significant"  # the one-sided paired test found the drop significant
     UNDECIDED = "undecided"  # the paired test cannot decide: the tolerance verdict stands
     UNTESTED = "untested"  # significance was not tested: the tolerance verdict stands
+
+    @classmethod
+    def read(cls, stored: object) -> GateBasis | None:
+        """A basis read back from a stored comparison; None for none, or for a value no version wrote."""
+        return next((basis for basis in cls if basis.value == stored), None)
 
     def describe(self, alpha: float | None) -> str:
         """The clause the gate's failure adds for a regression decided this way."""

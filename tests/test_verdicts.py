@@ -164,3 +164,11 @@ def test_the_paired_test_says_its_parts_without_being_parsed_back() -> None:
     assert test.p_text(one_sided=True) == "one-sided p = 0.500"
     assert test.describe() == f"pass rate -50.0 pp ({test.pass_interval()}), two-sided p = 1.000"
     assert test.describe(measure="top-1 hit rate").startswith("top-1 hit rate -50.0 pp (")
+
+
+def test_a_stored_comparison_with_a_state_no_version_wrote_reads_as_unknown_never_a_crash() -> None:
+    stored = {"state": "compared; DROP TABLE runs", "reason": "r", "gate_basis": ["significant"]}
+    back = Comparison.from_dict(stored)
+    assert (back.state, back.gate_basis) == (ComparisonState.UNKNOWN, None)
+    assert ComparisonState.read(1) is None
+    assert GateBasis.read("undecided") is GateBasis.UNDECIDED
