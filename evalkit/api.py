@@ -29,6 +29,7 @@ from evalkit.session import (
     plan_run,
 )
 from evalkit.sets import load_config, load_set
+from evalkit.verdicts import GateVerdict
 
 __all__ = [
     "RetrievalPlan",
@@ -230,7 +231,7 @@ def html_report(
                 loaded, meta = (load_retrieval_run if latest_row["kind"] == "retrieval" else load_run)(
                     store, latest_row["run_id"]
                 )
-                latest = envelope(loaded, meta.get("gate"))
+                latest = envelope(loaded, GateVerdict.stored(meta.get("gate")))
             latest["privacy"] = meta.get("privacy") or latest_row.get("privacy")
             entry["latest"] = latest
             baseline_id = (latest.get("comparison") or {}).get("baseline_run_id")

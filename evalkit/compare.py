@@ -17,7 +17,6 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
 
 from evalkit import stats
 from evalkit.records import (
@@ -31,8 +30,17 @@ from evalkit.records import (
     RunResult,
     Tolerances,
 )
-
-COMPARABLE_PREFIXES = ("deterministic", "decision:", "retrieval_hit_rate")
+from evalkit.verdicts import (
+    BelowMinimum,
+    ComparisonState,
+    CriticalFailed,
+    GateBasis,
+    GateFailure,
+    GateVerdict,
+    NotCompared,
+    Regressed,
+    Yardstick,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +93,6 @@ def run_mean_score(run: RunResult) -> Fraction:
     return exact_mean(s for _, s in per_item((i.id, i.passed, i.score) for i in run.items).values())
 
 
-def comparable_grader(grader: str) -> bool:
-    """Only a run stored under one full yardstick can be compared."""
-    if grader in ("decision", "decision:failed"):
-        return False
-    return grader.startswith(COMPARABLE_PREFIXES)
-
-
 def describe_scope(run: RunResult) -> str:
     """The baseline scope in words: the generator that answered (a fallback names itself)."""
     gen = run.generator
@@ -106,10 +107,11 @@ def not_comparable_reason(run: RunResult) -> str | None:
         return f"{run.error_count} of {run.sample_count} items errored; a run with errors is stored but not compared"
     if run.generator is None:
         return "no single verified serving generator: " + generator_problem(run)
-    if run.grader.startswith("decision:") and run.grader.endswith("?:v1"):
+    yardstick = Yardstick.parse(run.grader)
+    if yardstick.judged and not yardstick.verified:
         return "the judge reported no model, so its yardstick cannot be verified"
-    if not comparable_grader(run.grader):
-        if run.grader == "decision:failed":
+    if not yardstick.shared:  # only a run stored under one full yardstick can be compared
+        if yardstick.judged and yardstick.failed:
             return "every decision failed, so the run has no yardstick"
         return "its gradings do not share one yardstick (some decisions failed or the judge model changed)"
     return None
@@ -202,48 +204,80 @@ def compare_run(
     (p <= ALPHA), it stays a regression; not significant, it is reported as a drop that is not
     significant, with the drop that would have been; where the changed items could not give a
     p-value as small as ALPHA whatever they did, the test cannot decide and the tolerance verdict
-    stands.
+    stands. The reason is composed once, from the parts decided here.
     """
-    verdict, breaches = _tolerance_verdict(run, baseline, tolerances)
-    if verdict.state == "compared" and baseline is not None:
-        verdict = _with_flips(verdict, run, baseline)
-    if verdict.state != "compared" or (paired is None and significance is None):
+    verdict, measured = _tolerance_verdict(run, baseline, tolerances)
+    if not verdict.state.is_compared or baseline is None or measured is None:
         return verdict
-    verdict = replace(verdict, paired=paired, significance=significance)
+    flips = flips_of(baseline.items, run) if baseline.items is not None else None
+    verdict = replace(verdict, baseline_source=baseline.source, baseline_file=baseline.file, flips=flips)
+    tail = [_set_changed_note(run, baseline, flips)]
+    if paired is not None or significance is not None:
+        verdict = replace(verdict, paired=paired, significance=significance)
     if paired is not None:
-        described = paired.describe(one_sided=significance is not None)
-        verdict = replace(verdict, reason=f"{verdict.reason} Paired test over {paired.paired} items: {described}.")
-    if significance is None or not verdict.regressed:
-        return verdict
+        tail.append(f" Paired test over {paired.paired} items: {paired.describe(one_sided=significance is not None)}.")
+    judgement = _significance(verdict, measured, run, baseline) if significance is not None else None
+    if judgement is None:
+        return replace(verdict, reason=verdict.reason + "".join(tail))
+    tail.append(judgement.sentence)
+    head = verdict.reason if judgement.regressed else measured.sentence("Drop not significant")
+    return replace(verdict, reason=head + "".join(tail), regressed=judgement.regressed, gate_basis=judgement.basis)
+
+
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    """The tolerance verdict's parts: the breached tolerances (names and words) and the baseline
+    they were measured against, from which the verdict's sentence is made."""
+
+    breaches: tuple[str, ...]
+    problems: tuple[str, ...]
+    against: str  # ``against run ID`` (with the baseline file when it came from one)
+
+    def sentence(self, lead: str) -> str:
+        """``Regression: pass rate dropped ... (against run ID).`` with ``lead`` first."""
+        return f"{lead}: {'; '.join(self.problems)} ({self.against})."
+
+
+@dataclass(frozen=True, slots=True)
+class _Judgement:
+    """How the paired test judged a regression: whether it stands, on what basis, and the
+    sentence the reason adds."""
+
+    regressed: bool
+    basis: GateBasis | None
+    sentence: str
+
+
+def _significance(verdict: Comparison, measured: _Measured, run: RunResult, baseline: BaselineRun) -> _Judgement | None:
+    """The paired test's judgement of a regression under ``--significance``; None when there is none to judge."""
+    paired, alpha = verdict.paired, verdict.significance
+    if alpha is None or not verdict.regressed:
+        return None
     if paired is None or not paired.paired:
         why = "No item rows to pair with the baseline" if paired is None else "No item is in both runs"
-        return replace(verdict, reason=f"{verdict.reason} ({why}: significance not tested.)", gate_basis="untested")
+        return _Judgement(True, GateBasis.UNTESTED, f" ({why}: significance not tested.)")
     # Each breached tolerance is judged by its own paired test, and only where the paired items
     # dropped too: a drop that comes from other items, or a paired gain, is no evidence either way.
     deltas = {"pass_rate": paired.pass_rate_delta, "mean_score": paired.mean_score_delta}
-    untested = [b for b in breaches if deltas[b] >= 0]
+    untested = [b for b in measured.breaches if deltas[b] >= 0]
     if untested:
         shown = " and ".join(b.replace("_", " ") for b in untested)
-        return replace(
-            verdict,
-            reason=f"{verdict.reason} (The items in both runs did not drop in {shown}: significance not tested.)",
-            gate_basis="untested",
+        return _Judgement(
+            True, GateBasis.UNTESTED, f" (The items in both runs did not drop in {shown}: significance not tested.)"
         )
-    assert baseline is not None  # a compared verdict has one
-    return _judged(verdict, breaches, paired, significance, _paired_differences(run, baseline, paired))
+    return _judged(list(measured.breaches), paired, alpha, _paired_differences(run, baseline, paired))
 
 
 _LABELS = {"pass_rate": "pass rate", "mean_score": "mean score"}
 
 
 def _judged(
-    verdict: Comparison,
     breaches: list[str],
     paired: PairedTest,
     alpha: float,
     differences: Mapping[str, list[float]],
-) -> Comparison:
-    """A regression verdict judged by the one-sided paired tests of its breached tolerances."""
+) -> _Judgement:
+    """A regression judged by the one-sided paired tests of its breached tolerances."""
     tests = {
         "pass_rate": (paired.drop_p_value, paired.drop_p_floor, paired.lost + paired.gained),
         "mean_score": (paired.score_drop_p_value, paired.score_drop_p_floor, paired.score_changed),
@@ -251,9 +285,7 @@ def _judged(
     significant = [b for b in breaches if tests[b][0] <= alpha]
     if significant:
         shown = "; ".join(f"{_LABELS[b]} {p_clause(tests[b][0], alpha)}" for b in significant)
-        return replace(
-            verdict, reason=f"{verdict.reason} Significant at {alpha:g} ({shown}).", gate_basis="significant"
-        )
+        return _Judgement(True, GateBasis.SIGNIFICANT, f" Significant at {alpha:g} ({shown}).")
     undecided = [b for b in breaches if tests[b][1] > alpha]
     if undecided:
         shown = "; ".join(
@@ -261,19 +293,13 @@ def _judged(
             f"could give is {format_p(tests[b][1], alpha)}"
             for b in undecided
         )
-        return replace(
-            verdict,
-            reason=f"{verdict.reason} The paired test cannot decide at {alpha:g} ({shown}), so the tolerance "
-            "verdict stands.",
-            gate_basis="undecided",
+        return _Judgement(
+            True,
+            GateBasis.UNDECIDED,
+            f" The paired test cannot decide at {alpha:g} ({shown}), so the tolerance verdict stands.",
         )
     shown = "; ".join(_not_significant(b, tests[b][0], paired, alpha, differences.get(b)) for b in breaches)
-    return replace(
-        verdict,
-        regressed=False,
-        reason=verdict.reason.replace("Regression:", "Drop not significant:", 1)
-        + f" The drop is not significant at {alpha:g} ({shown}).",
-    )
+    return _Judgement(False, None, f" The drop is not significant at {alpha:g} ({shown}).")
 
 
 def _not_significant(
@@ -319,22 +345,23 @@ def _paired_differences(run: RunResult, baseline: BaselineRun, paired: PairedTes
     return {}
 
 
-def _with_flips(verdict: Comparison, run: RunResult, baseline: BaselineRun) -> Comparison:
-    """The comparison with where its baseline came from, the per-prompt flips, and a note when
-    the set changed since the baseline (which prompts were added or removed)."""
-    reason = verdict.reason
-    if baseline.source == "file":
-        reason = reason.replace(f"against run {baseline.run_id}", f"against run {baseline.run_id} ({baseline.file})")
-    flips = flips_of(baseline.items, run) if baseline.items is not None else None
-    if baseline.set_fingerprint not in (None, run.set_fingerprint):
-        changed = []
-        if flips is not None and flips.added:
-            changed.append("added: " + ", ".join(flips.added))
-        if flips is not None and flips.removed:
-            changed.append("removed: " + ", ".join(flips.removed))
-        detail = f" ({'; '.join(changed)})" if changed else ""
-        reason += f" Note: the set's prompts or assertions changed since that run{detail}."
-    return replace(verdict, reason=reason, baseline_source=baseline.source, baseline_file=baseline.file, flips=flips)
+def _against(baseline: BaselineRun) -> str:
+    """``against run ID``, with the baseline file when the baseline came from one (README
+    "Baselines kept in the repository")."""
+    return f"against run {baseline.run_id}" + (f" ({baseline.file})" if baseline.source == "file" else "")
+
+
+def _set_changed_note(run: RunResult, baseline: BaselineRun, flips: Flips | None) -> str:
+    """A note when the set changed since the baseline (which prompts were added or removed); empty when it did not."""
+    if baseline.set_fingerprint in (None, run.set_fingerprint):
+        return ""
+    changed = []
+    if flips is not None and flips.added:
+        changed.append("added: " + ", ".join(flips.added))
+    if flips is not None and flips.removed:
+        changed.append("removed: " + ", ".join(flips.removed))
+    detail = f" ({'; '.join(changed)})" if changed else ""
+    return f" Note: the set's prompts or assertions changed since that run{detail}."
 
 
 def with_other_scope(comparison: Comparison, run: RunResult, other: BaselineRun, scope: tuple[str, ...]) -> Comparison:
@@ -384,13 +411,13 @@ def flips_of(before: Mapping[str, tuple[float, float]], run: RunResult) -> Flips
 
 def _tolerance_verdict(
     run: RunResult, baseline: BaselineRun | None, tolerances: Tolerances
-) -> tuple[Comparison, list[str]]:
-    """The verdict by tolerances alone, and which tolerances were breached."""
+) -> tuple[Comparison, _Measured | None]:
+    """The verdict by tolerances alone, and (for a compared run) the parts its sentence is made of."""
     reason = not_comparable_reason(run)
     if reason is not None:
-        return Comparison("not_compared", f"Not compared: {reason}."), []
+        return Comparison.not_compared(reason), None
     if baseline is None:
-        return Comparison("baseline", f"Recorded as the baseline for {describe_scope(run)}."), []
+        return Comparison(ComparisonState.BASELINE, f"Recorded as the baseline for {describe_scope(run)}."), None
     pass_delta = exact_ratio(run.passed_count, run.sample_count) - exact_ratio(
         baseline.passed_count, baseline.item_count
     )
@@ -401,22 +428,23 @@ def _tolerance_verdict(
         ("pass_rate", "pass rate", pass_delta, pass_tolerance, True),
         ("mean_score", "mean score", score_delta, score_tolerance, False),
     )
+    measured = _Measured(tuple(breaches), tuple(problems), _against(baseline))
     if problems:
-        text = "Regression: " + "; ".join(problems) + f" (against run {baseline.run_id})."
+        text = measured.sentence("Regression")
     else:
         text = (
             f"No regression: pass rate {pp(pass_delta, pass_tolerance)}, "
-            f"mean score {units(score_delta, score_tolerance)} against run {baseline.run_id}."
+            f"mean score {units(score_delta, score_tolerance)} {measured.against}."
         )
     comparison = Comparison(
-        "compared",
+        ComparisonState.COMPARED,
         text,
         regressed=bool(problems),
         baseline_run_id=baseline.run_id,
         pass_rate_delta=float(pass_delta),
         mean_score_delta=float(score_delta),
     )
-    return comparison, breaches
+    return comparison, measured
 
 
 def _breaches(*checks: tuple[str, str, Fraction, Decimal, bool]) -> tuple[list[str], list[str]]:
@@ -439,37 +467,20 @@ def gate_of(
     fail_on_regression: bool,
     minimums: Gate | None = None,
     critical: Collection[str] = (),
-) -> dict[str, Any]:
-    """The gate block of the JSON output (and of the stored run): the regression gate when it
-    was asked for, and the absolute gates (README "Absolute gates"), which hold for every run with or without
-    a baseline. ``failures`` says each failure in words."""
-    failures: list[str] = []
+) -> GateVerdict:
+    """The gate verdict (the JSON output's and the stored run's ``gate`` block): the regression
+    gate when it was asked for, and the absolute gates (README "Absolute gates"), which hold for
+    every run with or without a baseline."""
+    failures: list[GateFailure] = []
     comparison = run.comparison
     if fail_on_regression and (comparison is None or not gate_passed(comparison, True)):
         if comparison is not None and comparison.regressed:
-            failures.append(f"regression against the baseline (run {comparison.baseline_run_id}){_basis(comparison)}")
+            failures.append(Regressed(comparison.baseline_run_id, comparison.gate_basis, comparison.significance))
         else:
-            why = comparison.reason.removeprefix("Not compared: ").rstrip(".") if comparison else "no comparison"
-            failures.append(f"not compared with a baseline ({why})")
+            failures.append(NotCompared((comparison.cause or comparison.reason) if comparison else "no comparison"))
     if isinstance(run, RunResult):
         failures.extend(absolute_failures(run, minimums or Gate(), critical))
-    return {"fail_on_regression": fail_on_regression, "passed": not failures, "failures": failures}
-
-
-def _basis(comparison: Comparison) -> str:
-    """How a regression under ``--significance`` was decided, for the gate's failure (README,
-    "Baselines and regressions"): found significant, or left to the tolerance."""
-    alpha = f"{comparison.significance:g}" if comparison.significance is not None else ""
-    if comparison.gate_basis == "significant":
-        return f": significant at {alpha} (one-sided paired test)"
-    if comparison.gate_basis == "undecided":
-        return (
-            f": decided by the tolerance, since the paired test cannot decide at {alpha} "
-            "(too few changed items), not found significant"
-        )
-    if comparison.gate_basis == "untested":
-        return ": decided by the tolerance (significance not tested), not found significant"
-    return ""
+    return GateVerdict(fail_on_regression, tuple(failures))
 
 
 def power_note(run: RunResult) -> str | None:
@@ -493,30 +504,28 @@ def power_note(run: RunResult) -> str | None:
     )
 
 
-def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] = ()) -> list[str]:
-    """Each minimum the run falls short of, and each critical prompt that failed, in words.
+def absolute_failures(run: RunResult, minimums: Gate, critical: Collection[str] = ()) -> list[GateFailure]:
+    """Each minimum the run falls short of, and each critical prompt that failed.
     The pass rate is compared as the exact fraction of its counts."""
-    failures = []
+    failures: list[GateFailure] = []
     if minimums.min_pass_rate is not None:
         rate = Fraction(run.passed_count, run.sample_count) if run.sample_count else Fraction(0)
         if rate < minimums.min_pass_rate:
-            failures.append(
-                f"pass rate {shown_below(rate, minimums.min_pass_rate)} ({run.passed_count}/{run.sample_count}) "
-                f"is below the minimum {minimums.min_pass_rate}"
-            )
+            shown = shown_below(rate, minimums.min_pass_rate)
+            counts = f"{run.passed_count}/{run.sample_count}"
+            failures.append(BelowMinimum("pass rate", shown, minimums.min_pass_rate, counts))
     if minimums.min_mean_score is not None:
         score = run_mean_score(run)
         if score < minimums.min_mean_score:
             failures.append(
-                f"mean score {shown_below(score, minimums.min_mean_score)} "
-                f"is below the minimum {minimums.min_mean_score}"
+                BelowMinimum("mean score", shown_below(score, minimums.min_mean_score), minimums.min_mean_score)
             )
     wanted = set(critical)
     failed: dict[str, str] = {}
     for item in run.items:
         if item.id in wanted and not item.passed:
             failed.setdefault(item.id, "errored" if item.errored else "failed")
-    failures.extend(f"critical prompt '{printable_id(i)}' {how}" for i, how in failed.items())
+    failures.extend(CriticalFailed(printable_id(i), how) for i, how in failed.items())
     return failures
 
 
@@ -538,7 +547,7 @@ def gate_passed(comparison: Comparison, fail_on_regression: bool) -> bool:
     """Whether a requested gate held: regressed and not-compared runs fail it."""
     if not fail_on_regression:
         return True
-    return comparison.state in ("baseline", "compared") and not comparison.regressed
+    return comparison.state.comparable and not comparison.regressed
 
 
 @dataclass(frozen=True, slots=True)
@@ -567,46 +576,46 @@ def compare_retrieval(
 ) -> Comparison:
     """baseline | compared | mismatch | unknown, per docs/contract.md "Retrieval evaluation"."""
     if run.error_count:
-        return Comparison(
-            "unknown",
-            f"Not compared: {run.error_count} of {run.question_count} questions errored; a run with errors is stored but not compared.",
+        return Comparison.not_compared(
+            f"{run.error_count} of {run.question_count} questions errored; a run with errors is stored but not compared",
+            ComparisonState.UNKNOWN,
         )
     if run.benchmark_fingerprint is None:
-        return Comparison(
-            "unknown",
-            f"Not compared: the benchmark fingerprint is unknown because retriever '{run.retriever}' declared no corpus "
-            "revision (declare provenance: {corpus_revision: ...} for it in evalkit.yaml, or return it).",
+        return Comparison.not_compared(
+            f"the benchmark fingerprint is unknown because retriever '{run.retriever}' declared no corpus "
+            "revision (declare provenance: {corpus_revision: ...} for it in evalkit.yaml, or return it)",
+            ComparisonState.UNKNOWN,
         )
     if previous is None:
         return Comparison(
-            "baseline",
+            ComparisonState.BASELINE,
             f"Recorded as the baseline for {run.set_id} with retriever '{run.retriever}' "
             f"(benchmark {run.benchmark_fingerprint}).",
         )
     treatment_changed = previous.variant_fingerprint != run.variant_fingerprint
     if previous.benchmark_fingerprint is None:
-        return Comparison(
-            "unknown",
-            f"Not compared: the benchmark fingerprint of run {previous.run_id} is unknown.",
+        return Comparison.not_compared(
+            f"the benchmark fingerprint of run {previous.run_id} is unknown",
+            ComparisonState.UNKNOWN,
             baseline_run_id=previous.run_id,
             treatment_changed=treatment_changed,
         )
     if previous.benchmark_fingerprint != run.benchmark_fingerprint:
-        return Comparison(
-            "mismatch",
-            f"Not compared: the benchmark changed since run {previous.run_id} (corpus or labels differ: "
-            f"{previous.benchmark_fingerprint} -> {run.benchmark_fingerprint}).",
+        return Comparison.not_compared(
+            f"the benchmark changed since run {previous.run_id} (corpus or labels differ: "
+            f"{previous.benchmark_fingerprint} -> {run.benchmark_fingerprint})",
+            ComparisonState.MISMATCH,
             baseline_run_id=previous.run_id,
             treatment_changed=treatment_changed,
         )
     top1 = exact_ratio(run.top1_hits, run.question_count) - exact_ratio(previous.top1_hits, previous.question_count)
     top3 = exact_ratio(run.top3_hits, run.question_count) - exact_ratio(previous.top3_hits, previous.question_count)
-    _, problems = _breaches(
+    breaches, problems = _breaches(
         ("top1", "top-1 hit rate", top1, tolerances.max_top1_drop, True),
         ("top3", "top-3 hit rate", top3, tolerances.max_top3_drop, True),
     )
     if problems:
-        text = "Regression: " + "; ".join(problems) + f" (against run {previous.run_id})."
+        text = _Measured(tuple(breaches), tuple(problems), f"against run {previous.run_id}").sentence("Regression")
     else:
         text = (
             f"No regression: top-1 {pp(top1, tolerances.max_top1_drop)}, "
@@ -616,7 +625,7 @@ def compare_retrieval(
     if changes:
         text += " Treatment changed: " + "; ".join(changes) + "."
     return Comparison(
-        "compared",
+        ComparisonState.COMPARED,
         text,
         regressed=bool(problems),
         baseline_run_id=previous.run_id,

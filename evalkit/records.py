@@ -15,6 +15,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from evalkit.verdicts import ComparisonState, GateBasis, GateVerdict
+
 JsonValue = Any
 Params = Mapping[str, JsonValue]
 
@@ -575,14 +577,18 @@ class PairedTest:
     score_drop_p_floor: float = 1.0
     score_changed: int = 0  # paired items whose mean score changed
 
-    def describe(self, one_sided: bool = False) -> str:
+    def describe(self, one_sided: bool = False, measure: str = "pass rate") -> str:
         """``pass rate -12.0 pp (95% CI -20.1 … -3.9), two-sided p = 0.008`` (has it changed?);
         with ``one_sided`` the p-value of a drop, which ``--significance`` gates on
-        (``one-sided p = 0.004``). Each is labelled: both can be seen side by side."""
+        (``one-sided p = 0.004``). Each is labelled: both can be seen side by side. ``measure``
+        names what the stored pass is (a retrieval run's: the top-1 hit)."""
+        return f"{measure} {self.pass_rate_delta * 100:+.1f} pp ({self.pass_interval()}), {self.p_text(one_sided)}"
+
+    def p_text(self, one_sided: bool = False) -> str:
+        """``two-sided p = 0.008``, or the one-sided p of a drop: ``one-sided p < 0.001``."""
         p = self.drop_p_value if one_sided else self.p_value
         label = "one-sided p" if one_sided else "two-sided p"
-        shown = f"{label} < 0.001" if p < 0.001 else f"{label} = {p:.3f}"
-        return f"pass rate {self.pass_rate_delta * 100:+.1f} pp ({self.pass_interval()}), {shown}"
+        return f"{label} < 0.001" if p < 0.001 else f"{label} = {p:.3f}"
 
     def pass_interval(self) -> str:
         """``95% CI -20.1 … -3.9``, or why there is no interval: a bootstrap over items that all
@@ -755,8 +761,8 @@ class BaselineFile:
 class Comparison:
     """The verdict against the baseline."""
 
-    state: str  # baseline | compared | not_compared | mismatch | unknown
-    reason: str
+    state: ComparisonState
+    reason: str  # the verdict in words, as shown and stored (README "JSON output")
     regressed: bool = False
     baseline_run_id: str | None = None
     pass_rate_delta: float | None = None
@@ -767,14 +773,13 @@ class Comparison:
     baseline_source: str | None = None  # file | db: where the baseline came from (README "Baselines and regressions")
     baseline_file: str | None = None  # the baseline file's path, when the source is a file
     flips: Flips | None = None  # per-prompt flips against the baseline (README "Baselines kept in the repository")
-    # how a regression under --significance was decided: "significant" (the paired test found
-    # it), "undecided" (the test could not decide: the tolerance verdict stands) or "untested"
-    gate_basis: str | None = None
+    gate_basis: GateBasis | None = None  # how a regression under --significance was decided
     other_scope: OtherScope | None = None  # another model's baseline, for information (not compared)
+    cause: str | None = None  # why a run was not compared, apart from the reason's sentence
 
     def as_dict(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
-            "state": self.state,
+            "state": self.state.value,
             "regressed": self.regressed,
             "baseline_run_id": self.baseline_run_id,
             "pass_rate_delta": self.pass_rate_delta,
@@ -793,17 +798,26 @@ class Comparison:
         if self.flips is not None:
             out["flips"] = self.flips.as_dict()
         if self.gate_basis is not None:
-            out["gate_basis"] = self.gate_basis
+            out["gate_basis"] = self.gate_basis.value
         if self.other_scope is not None:
             out["other_scope"] = self.other_scope.as_dict()
         return out
+
+    @classmethod
+    def not_compared(
+        cls, cause: str, state: ComparisonState = ComparisonState.NOT_COMPARED, **kwargs: Any
+    ) -> Comparison:
+        """A run that was not compared, and why: the sentence is made from ``cause`` here, and
+        ``cause`` stays apart for the gate's failure (README "Baselines and regressions")."""
+        return cls(state, f"Not compared: {cause}.", cause=cause, **kwargs)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, JsonValue]) -> Comparison:
         """The inverse of ``as_dict`` (a stored comparison)."""
         paired = data.get("paired_test")
         return cls(
-            state=data["state"],
+            # a state or basis no version wrote (a damaged or hostile database) reads as unknown
+            state=ComparisonState.read(data.get("state")) or ComparisonState.UNKNOWN,
             reason=data["reason"],
             regressed=bool(data.get("regressed")),
             baseline_run_id=data.get("baseline_run_id"),
@@ -815,7 +829,7 @@ class Comparison:
             baseline_source=data.get("baseline_source"),
             baseline_file=data.get("baseline_file"),
             flips=Flips.from_dict(flips) if isinstance(flips := data.get("flips"), Mapping) else None,
-            gate_basis=data.get("gate_basis"),
+            gate_basis=GateBasis.read(data.get("gate_basis")),
             other_scope=OtherScope.from_dict(other) if isinstance(other := data.get("other_scope"), Mapping) else None,
         )
 
@@ -883,7 +897,7 @@ class RunResult:
     cost: float | None = None
     grader_cost: float | None = None
     repeats: int = 1
-    gate: Mapping[str, JsonValue] | None = None  # the gate block, once decided (evalkit.compare.gate_of)
+    gate: GateVerdict | None = None  # the gate verdict, once decided (evalkit.compare.gate_of)
     kind: Literal["prompts"] = "prompts"
 
     @classmethod
@@ -987,6 +1001,6 @@ class RetrievalRunResult:
     set_name: str = ""
     set_path: str | None = None
     error_count: int = 0
-    gate: Mapping[str, JsonValue] | None = None  # the gate block, once decided (evalkit.compare.gate_of)
+    gate: GateVerdict | None = None  # the gate verdict, once decided (evalkit.compare.gate_of)
     kind: Literal["retrieval"] = "retrieval"
     grader: str = "retrieval_hit_rate"

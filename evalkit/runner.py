@@ -37,6 +37,7 @@ from evalkit.records import (
     Tolerances,
     without_lone_surrogates,
 )
+from evalkit.verdicts import Yardstick
 
 Progress = Callable[[ItemResult], None]
 
@@ -365,9 +366,9 @@ def stored_grader(grader_name: str, items: Sequence[ItemResult]) -> str:
     yardsticks = {i.yardstick for i in graded}
     if grader_name != "decision":
         return grader_name
-    failed = [i for i in graded if i.yardstick is None or i.yardstick.endswith(":failed")]
+    failed = [i for i in graded if i.yardstick is None or Yardstick.parse(i.yardstick).failed]
     if graded and len(failed) == len(graded):
-        return "decision:failed"
+        return str(Yardstick(grader_name, failed=True))
     if len(yardsticks) == 1 and not failed:
         only = next(iter(yardsticks))
         return only if only else "decision"

@@ -50,6 +50,7 @@ from evalkit.records import (
 from evalkit.runner import build_request, cache_key, first_error, run_prompt_set
 from evalkit.sets import resolve_sets
 from evalkit.sets.replayed import check_answered, replay_chain
+from evalkit.verdicts import ComparisonState
 
 Progress = Callable[[ItemResult], None]
 INTERRUPTED_FLUSH_WAIT_S = 2.0
@@ -390,9 +391,7 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
         lost = [
             _gated(
                 plan,
-                replace(
-                    run, comparison=Comparison("not_compared", f"Not compared: the run could not be stored ({exc}).")
-                ),
+                replace(run, comparison=Comparison.not_compared(f"the run could not be stored ({exc})")),
             )
             for run in runs[len(stored) :]
         ]
@@ -405,9 +404,7 @@ def _compare_and_store(plan: RunPlan, runs: list[RunResult], cache: Any = None) 
 
 def _unstored_comparison(run: RunResult) -> Comparison:
     reason = not_comparable_reason(run)
-    return Comparison(
-        "not_compared", f"Not compared: {reason}." if reason else "Not compared: no store (the run was not stored)."
-    )
+    return Comparison.not_compared(reason or "no store (the run was not stored)")
 
 
 def _compare_and_save(plan: RunPlan, store: Any, run: RunResult) -> RunResult:
@@ -420,10 +417,10 @@ def _compare_and_save(plan: RunPlan, store: Any, run: RunResult) -> RunResult:
         if before:
             paired = paired_test(before, [(i.id, i.passed, i.score) for i in run.items])
     comparison = compare_run(run, baseline, run.tolerances, paired, plan.significance)
-    missing = _scope_missing(plan, run) if comparison.state == "baseline" else None
+    missing = _scope_missing(plan, run) if comparison.state.is_baseline else None
     if missing is not None:  # a committed baseline exists, just not for what answered: say so, never pass
-        comparison = Comparison("not_compared", f"Not compared: {missing}.")
-    if comparison.state == "baseline" or missing is not None:
+        comparison = Comparison.not_compared(missing)
+    if comparison.state.is_baseline or missing is not None:
         other = _other_baseline(plan, store, run)
         if other is not None:  # another model's baseline: numbers for information, the verdict stands
             comparison = with_other_scope(comparison, run, *other)
@@ -663,7 +660,9 @@ def execute_retrieval(plan: RetrievalPlan) -> RetrievalRunResult:
             stored = replace(stored, gate=gate_of(stored, plan.fail_on_regression))
             save_retrieval_run(store, stored, plan.config.privacy, __version__, stored.gate)
     except StoreError as exc:  # carried out: still reported (README "Commands")
-        lost = replace(run, comparison=Comparison("unknown", f"Not compared: the run could not be stored ({exc})."))
+        lost = replace(
+            run, comparison=Comparison.not_compared(f"the run could not be stored ({exc})", ComparisonState.UNKNOWN)
+        )
         lost = replace(lost, gate=gate_of(lost, plan.fail_on_regression))
         raise RunsNotStored(f"{exc}; the run was not stored", (lost,)) from None
     return stored

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from evalkit.compare import BaselineRun, compare_run, exact_ratio, gate_passed
 from evalkit.records import Comparison, ServingRecord, Tolerances
+from evalkit.verdicts import ComparisonState
 from tests.factories import item, run_of
 
 
@@ -132,11 +133,11 @@ def test_mixed_generators_are_not_compared() -> None:
 @pytest.mark.parametrize(
     ("comparison", "flag", "passed"),
     [
-        (Comparison("baseline", "r"), True, True),
-        (Comparison("compared", "r", regressed=False), True, True),
-        (Comparison("compared", "r", regressed=True), True, False),
-        (Comparison("compared", "r", regressed=True), False, True),
-        (Comparison("not_compared", "r"), True, False),
+        (Comparison(ComparisonState.BASELINE, "r"), True, True),
+        (Comparison(ComparisonState.COMPARED, "r", regressed=False), True, True),
+        (Comparison(ComparisonState.COMPARED, "r", regressed=True), True, False),
+        (Comparison(ComparisonState.COMPARED, "r", regressed=True), False, True),
+        (Comparison(ComparisonState.NOT_COMPARED, "r"), True, False),
     ],
 )
 def test_gate(comparison: Comparison, flag: bool, passed: bool) -> None:

@@ -265,7 +265,7 @@ def test_the_gate_failure_says_a_regression_was_found_significant() -> None:
     before, after = passes([True] * 5), passes([False] * 5)
     verdict = judged(before, after)
     assert verdict.gate_basis == "significant"
-    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True)["failures"]
+    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True).reasons()
     assert failures == [
         f"regression against the baseline (run {before.run_id}): significant at 0.05 (one-sided paired test)"
     ]
@@ -276,7 +276,7 @@ def test_the_gate_failure_says_the_tolerance_decided_when_the_test_cannot() -> N
     verdict = judged(before, after)
     assert (verdict.regressed, verdict.gate_basis) == (True, "undecided")
     assert Comparison.from_dict(verdict.as_dict()).gate_basis == "undecided"  # kept in the stored run
-    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True)["failures"]
+    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True).reasons()
     assert failures == [
         f"regression against the baseline (run {before.run_id}): decided by the tolerance, since the paired test "
         "cannot decide at 0.05 (too few changed items), not found significant"
@@ -287,7 +287,7 @@ def test_without_significance_the_gate_failure_names_no_test() -> None:
     before, after = passes([True] * 5), passes([False] * 5)
     verdict = compare_run(after, kept(before), after.tolerances)
     assert verdict.gate_basis is None
-    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True)["failures"]
+    failures = gate_of(replace(after, comparison=verdict), fail_on_regression=True).reasons()
     assert failures == [f"regression against the baseline (run {before.run_id})"]
 
 
@@ -494,7 +494,7 @@ def test_the_minimum_mean_score_is_exact() -> None:
     # Quantised to 12 decimals, 0.7999999999999 read as 0.8 and passed a minimum of 0.8.
     run = make_run([("a", True, 0.7999999999999)])
     gate = gate_of(run, False, Gate(min_mean_score=Decimal("0.8")))
-    assert gate["failures"] == ["mean score 0.7999999999999 is below the minimum 0.8"]
+    assert gate.reasons() == ["mean score 0.7999999999999 is below the minimum 0.8"]
 
 
 # -- intervals --------------------------------------------------------------------------------

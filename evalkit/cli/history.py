@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalkit.cli.options import config_option, db_option, format_option, stdout_console
+from evalkit.verdicts import GateVerdict
 
 
 @click.command("report")
@@ -68,12 +69,12 @@ def show_command(run_id: str, db: str | None, config: str | None, fmt: str) -> N
     level = meta.get("privacy")
     hint = render.privacy_hint(level) if meta.get("kind") == "prompts" or level == "none" else None
     if fmt == "json":
-        click.echo(jsonout.dumps(jsonout.envelope(run, meta.get("gate"))))
+        click.echo(jsonout.dumps(jsonout.envelope(run, GateVerdict.stored(meta.get("gate")))))
     elif fmt == "markdown":
         click.echo(markdown.any_markdown(run), nl=False)
     else:
         console = stdout_console()
-        render.render_any(console, run, meta.get("gate"))
+        render.render_any(console, run, GateVerdict.stored(meta.get("gate")))
         if hint:
             console.print(render.Text(hint, style="dim"))
         return

@@ -323,7 +323,7 @@ def exit_code(runs: Sequence[Any]) -> int:
     gate, which every run has); else 0."""
     if any(r.error_count for r in runs):
         return 3
-    if not all(r.gate is None or r.gate["passed"] for r in runs):
+    if not all(r.gate is None or r.gate.passed for r in runs):
         return 1
     return 0
 

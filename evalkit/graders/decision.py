@@ -38,6 +38,7 @@ from evalkit.records import (
     ServingRecord,
     Usage,
 )
+from evalkit.verdicts import Yardstick
 
 PROFILE = "evalkit.task_fulfilment"
 VERSION = 1
@@ -104,7 +105,7 @@ def judge_messages(task: str, response: str, reference: str | None) -> tuple[Mes
 
 
 def yardstick(judge_instance: str, reported_model: str) -> str:
-    return f"decision:{judge_instance}:{reported_model}:v{VERSION}"
+    return str(Yardstick.decision(judge_instance, reported_model, VERSION))
 
 
 def parse_answer(text: str) -> tuple[int, str]:

@@ -26,6 +26,7 @@ from typing import Any
 from evalkit.records import tool_calls_of
 from evalkit.report import cells
 from evalkit.report.toolcalls import calls_line
+from evalkit.verdicts import ComparisonState
 
 HERE = Path(__file__).resolve().parent
 # C0 and C1 controls but tab and newline, DEL, and the bidirectional and zero-width formatting marks
@@ -201,6 +202,12 @@ def _verdict(latest: Mapping[str, Any] | None) -> str:
     return str(((latest or {}).get("comparison") or {}).get("reason") or "Not compared.")
 
 
+def _was_compared(latest: Mapping[str, Any] | None) -> bool:
+    """Whether the latest run was compared with a baseline (its state read into the enum)."""
+    state = ComparisonState.read(((latest or {}).get("comparison") or {}).get("state"))
+    return state is not None and state.is_compared
+
+
 def _text_spots(sections: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
     """Every text cell of the page, as (row, key): prompts, reasons, errors, answers and tool calls."""
     spots = []
@@ -260,6 +267,7 @@ def render(sets: Sequence[Mapping[str, Any]], models: Sequence[Mapping[str, Any]
                 "diff": diff_rows(latest, baseline) if latest and not retrieval else [],
                 "compared": _in_both(latest, baseline),
                 "verdict": cells.alone(visible, _verdict(latest)),  # it names the scope, which may be long
+                "was_compared": _was_compared(latest),
                 "baseline": baseline,
                 "scopes": sorted({scope_of(r) for r in runs}),
             }

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
 from evalkit.report.summary import cached_before_run, cached_counts
+from evalkit.verdicts import ComparisonState, GateVerdict
 
 
 def item_json(run: RunResult) -> list[dict[str, Any]]:
@@ -41,10 +42,10 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
     return items
 
 
-def run_json(run: RunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def run_json(run: RunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
     """The envelope ``evalkit run --format json`` prints for one prompt run."""
     gen = run.generator
-    comparison = run.comparison or Comparison("not_compared", "Not compared: no store.")
+    comparison = run.comparison or Comparison.not_compared("no store")
     return (
         {
             "run_id": run.run_id,
@@ -77,7 +78,7 @@ def run_json(run: RunResult, gate: Mapping[str, Any] | None = None) -> dict[str,
             "tolerances": run.tolerances.as_dict(),
             "items": item_json(run),
             "comparison": comparison.as_dict(),
-            "gate": dict(gate) if gate else {"fail_on_regression": False, "passed": True, "failures": []},
+            "gate": (gate or GateVerdict(fail_on_regression=False)).as_dict(),
         }
         | (_repeats(run) if run.repeats > 1 else {})
         | _judge_cached(run)
@@ -125,9 +126,9 @@ def documents(envelopes: Sequence[dict[str, Any]]) -> str:
     return text
 
 
-def retrieval_json(run: RetrievalRunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def retrieval_json(run: RetrievalRunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
     """The envelope ``evalkit retrieval --format json`` prints (README "JSON output")."""
-    comparison = run.comparison or Comparison("unknown", "Not compared: no store.")
+    comparison = run.comparison or Comparison.not_compared("no store", ComparisonState.UNKNOWN)
     items = []
     for item in run.items:
         entry: dict[str, Any] = {
@@ -164,11 +165,11 @@ def retrieval_json(run: RetrievalRunResult, gate: Mapping[str, Any] | None = Non
         "finished_at": run.finished_at,
         "items": items,
         "comparison": {"treatment_changed": None, **comparison.as_dict()},  # null: no earlier run looked at
-        "gate": dict(gate) if gate else {"fail_on_regression": False, "passed": True, "failures": []},
+        "gate": (gate or GateVerdict(fail_on_regression=False)).as_dict(),
     }
 
 
-def envelope(run: RunResult | RetrievalRunResult, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def envelope(run: RunResult | RetrievalRunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
     return retrieval_json(run, gate) if isinstance(run, RetrievalRunResult) else run_json(run, gate)
 
 

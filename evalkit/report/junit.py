@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
+from evalkit.verdicts import GateVerdict
 
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -71,10 +72,10 @@ def junit_xml(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _gate_case(suite: ET.Element, classname: str, gate: Mapping[str, Any] | None) -> None:
+def _gate_case(suite: ET.Element, classname: str, gate: GateVerdict | None) -> None:
     """A failed gate as one more testcase, failing with each failure in words (a CI system's
     test view then shows why the job failed even when every prompt passed)."""
-    failures = list((gate or {}).get("failures") or [])
+    failures = gate.reasons() if gate is not None else []
     if not failures:
         return
     names = {case.get("name") for case in suite.iter("testcase")}

@@ -9,6 +9,7 @@ from typing import Any
 from evalkit.records import RetrievalRunResult, RunResult
 from evalkit.report.text import clip, instance, outcome_label, percent, printable, sparkline, verdict_label
 from evalkit.report.toolcalls import calls_line
+from evalkit.verdicts import ComparisonState
 
 _MARKUP = re.compile(r"([\\`*_\[\]!~|])")  # what makes inline markup: links and images need [ ]
 # An @ that could start a mention: GitHub links one only after a character that is not a word
@@ -51,8 +52,7 @@ def run_markdown(run: RunResult) -> str:
         if gen
         else f"{run.provider}/{_inline(run.model)} (model unknown)"
     )
-    gate = run.gate or {}
-    failures = list(gate.get("failures") or [])
+    failures = run.gate.reasons() if run.gate is not None else []
     verdict = _verdict(run, failures) + _stale(run)
     lines = [
         f"### {_inline(run.set_id)} · run `{run.run_id}`",
@@ -92,9 +92,9 @@ def _verdict(run: RunResult, failures: list[str]) -> str:
         return "❌ **gate failed**"
     if comparison is not None and comparison.regressed:
         return "⚠️ **regressed**"
-    if comparison is None or comparison.state == "not_compared":
+    if comparison is None or comparison.state is ComparisonState.NOT_COMPARED:
         return "⚠️ **not compared**"
-    return "✅ **baseline recorded**" if comparison.state == "baseline" else "✅ **no regression**"
+    return "✅ **baseline recorded**" if comparison.state.is_baseline else "✅ **no regression**"
 
 
 def _errored(errored: int, total: int) -> str:
@@ -118,7 +118,7 @@ def _cached(run: RunResult) -> str:
 
 def _delta(run: RunResult, which: str) -> str:
     comparison = run.comparison
-    if comparison is None or comparison.state != "compared":
+    if comparison is None or not comparison.state.is_compared:
         return ""
     if which == "pass" and comparison.pass_rate_delta is not None:
         return f" ({comparison.pass_rate_delta * 100:+.1f} pp against the baseline)"
@@ -149,7 +149,7 @@ def _flip_lines(run: RunResult) -> list[str]:
 def runs_markdown(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
     """``run --format markdown`` / ``--markdown FILE``: every run of the command, one section each."""
     gated = [r for r in runs if r.gate is not None]
-    failed = sum(1 for r in gated if not (r.gate or {}).get("passed", True))
+    failed = sum(1 for r in gated if r.gate is not None and not r.gate.passed)
     errored = sum(r.error_count for r in runs)
     head = f"## evalkit: {len(runs)} run{'s' if len(runs) != 1 else ''}, " + (
         f"could not complete: {_errored(errored, sum(len(r.items) for r in runs))}"

@@ -26,6 +26,7 @@ from evalkit.report.text import (
     verdict_label,
 )
 from evalkit.report.toolcalls import calls_line
+from evalkit.verdicts import ComparisonState, GateVerdict
 
 MAX_LISTED = 100
 
@@ -63,7 +64,10 @@ def dollars(amount: float) -> str:
 def verdict_style(state: str | None, regressed: bool | None) -> str:
     if regressed:
         return "bold red"
-    return {"baseline": "cyan", "compared": "green"}.get(state or "", "yellow")
+    known = ComparisonState.read(state)
+    if known is None or not known.comparable:
+        return "yellow"
+    return "cyan" if known.is_baseline else "green"
 
 
 def _item_table(run: RunResult) -> tuple[Table, int]:
@@ -123,9 +127,7 @@ def _repeat_table(run: RunResult) -> Table:
     return table
 
 
-def render_run(
-    console: Console, run: RunResult, gate: Mapping[str, Any] | None = None, *, compact: bool = False
-) -> None:
+def render_run(console: Console, run: RunResult, gate: GateVerdict | None = None, *, compact: bool = False) -> None:
     gen = run.generator
     served = (
         f"{gen.provider}/{gen.model} (reported {gen.reported_model})"
@@ -172,9 +174,7 @@ def render_run(
     render_verdict(console, run.comparison, gate, stale_cache_note(run, gate))
 
 
-def render_verdict(
-    console: Console, comparison: Comparison | None, gate: Mapping[str, Any] | None, stale: str = ""
-) -> None:
+def render_verdict(console: Console, comparison: Comparison | None, gate: GateVerdict | None, stale: str = "") -> None:
     """The comparison's verdict in words (``stale``: what it rests on, when that is a cache stored
     before the run), the prompts that flipped, and the gate: every failure when it failed, a line
     when a requested regression gate or an absolute gate held."""
@@ -185,16 +185,14 @@ def render_verdict(
         console.print(Text(reason, style=style))
         for line, style in flip_lines(comparison):
             console.print(Text(line, style=style))
-    if not gate:
+    if gate is None:
         return
-    failures = list(gate.get("failures") or [])
-    if failures:
+    if gate.failures:
         console.print(Text("Gate: FAILED", style="bold red"))
-        for failure in failures:
+        for failure in gate.reasons():
             console.print(Text(f"  - {failure}", style="red"))
-    elif gate.get("fail_on_regression") or not gate.get("passed", True):
-        passed = bool(gate.get("passed"))
-        console.print(Text("Gate: passed" if passed else "Gate: FAILED", style="green" if passed else "bold red"))
+    elif gate.fail_on_regression:
+        console.print(Text("Gate: passed", style="green"))
 
 
 def flip_lines(comparison: Comparison) -> list[tuple[str, str]]:
@@ -345,7 +343,7 @@ def _rates_table(title: str, rows: Mapping[str, Mapping[str, float | int]]) -> T
     return table
 
 
-def render_retrieval(console: Console, run: RetrievalRunResult, gate: Mapping[str, Any] | None = None) -> None:
+def render_retrieval(console: Console, run: RetrievalRunResult, gate: GateVerdict | None = None) -> None:
     console.print(Text.assemble((run.set_id, "bold"), f" · retriever {run.retriever} · run {run.run_id}"))
     table = Table(show_edge=False, header_style="bold", pad_edge=False)
     for name in ("question", "form", "hard class", "top-1", "top-3", "retrieved"):
@@ -388,7 +386,7 @@ def render_retrieval(console: Console, run: RetrievalRunResult, gate: Mapping[st
 def render_any(
     console: Console,
     run: RunResult | RetrievalRunResult,
-    gate: Mapping[str, Any] | None = None,
+    gate: GateVerdict | None = None,
     *,
     compact: bool = False,
 ) -> None:

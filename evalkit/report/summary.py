@@ -15,12 +15,11 @@ not an interval for other prompts of the same kind: those would add the spread b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from evalkit import stats
 from evalkit.records import ItemResult, RunResult
+from evalkit.verdicts import GateVerdict, Yardstick
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +114,7 @@ def repeat_summary(run: RunResult) -> RepeatSummary:
 def cached_counts(run: RunResult) -> tuple[int, int | None]:
     """(answers replayed from the cache, judge gradings replayed from it; None without a judge)."""
     answers = sum(1 for i in run.items if i.cached)
-    if not run.grader.startswith("decision"):
+    if not Yardstick.parse(run.grader).judged:
         return answers, None
     return answers, sum(1 for i in run.items if i.grader_cached)
 
@@ -137,12 +136,13 @@ def cached_before_run(run: RunResult) -> tuple[int, str | None]:
     return len(written), min(written, default=None)
 
 
-def stale_cache_note(run: RunResult, gate: Mapping[str, Any] | None = None) -> str:
+def stale_cache_note(run: RunResult, gate: GateVerdict | None = None) -> str:
     """Under --fail-on-regression, ``on 3 of 3 answers cached before this run (the oldest
     2026-11-20 10:00 UTC), not on the endpoint now: gate with --no-cache`` when the verdict
     rests on such answers; empty otherwise."""
     count, oldest = cached_before_run(run)
-    if not count or not (gate if gate is not None else run.gate or {}).get("fail_on_regression"):
+    decided = gate if gate is not None else run.gate
+    if not count or decided is None or not decided.fail_on_regression:
         return ""
     when = f" (the oldest {oldest[:10]} {oldest[11:16]} UTC)" if oldest else ""
     return (

@@ -6,6 +6,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from evalkit.verdicts import ComparisonState
+
 SPARKS = "▁▂▃▄▅▆▇█"
 
 
@@ -45,7 +47,8 @@ def verdict_label(state: str | None, regressed: bool | None) -> str:
     without regressing, else its comparison state (``baseline``, ``not_compared`` ...)."""
     if regressed:
         return "regressed"
-    return "no regression" if state == "compared" else (state or "—")
+    known = ComparisonState.read(state)
+    return "no regression" if known is not None and known.is_compared else (state or "—")
 
 
 def outcome_label(rate: float, retrieval: bool = False) -> str:
@@ -73,7 +76,7 @@ def comparison_lines(result: Any) -> list[str]:
     lines = [
         f"Paired items: {test.paired} ({test.only_first} only in the first run, {test.only_second} only in the second)",
         f"{test.describe()} ({test.test}: {test.lost} pass->fail, {test.gained} fail->pass)",
-        f"pass rate {test.describe(one_sided=True).rpartition(', ')[2]} of a drop (what run --significance gates on)",
+        f"pass rate {test.p_text(one_sided=True)} of a drop (what run --significance gates on)",
         f"mean score {test.mean_score_delta:+.3f} ({test.score_interval()})",
         f"Whole runs: pass rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
         f"mean score {first['mean_score']:.3f} -> {second['mean_score']:.3f}",
@@ -90,9 +93,8 @@ def _retrieval_comparison_lines(result: Any) -> list[str]:
     top3 = f"95% CI {low * 100:+.1f} … {high * 100:+.1f}" if low != high else test.score_interval()
     return [
         f"Paired questions: {test.paired} ({test.only_first} only in the first run, {test.only_second} only in the second)",
-        # describe() words the paired test of the stored "pass" (here: the top-1 hit)
-        f"top-1 hit rate{test.describe().removeprefix('pass rate')} ({test.test}: {test.lost} hit->miss, "
-        f"{test.gained} miss->hit)",
+        # the paired test of the stored "pass" (here: the top-1 hit)
+        f"{test.describe(measure='top-1 hit rate')} ({test.test}: {test.lost} hit->miss, {test.gained} miss->hit)",
         f"top-3 hit rate {test.mean_score_delta * 100:+.1f} pp ({top3})",
         f"Whole runs: top-1 hit rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
         f"top-3 hit rate {percent(first['mean_score'])} -> {percent(second['mean_score'])}",

@@ -4,13 +4,13 @@ metrics, breakdowns, provenance and fingerprints kept on the run row."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from evalkit.records import Comparison, RetrievalItem, RetrievalRunResult, RetrievalTolerances
 from evalkit.store.privacy import keeps_items, text_for
 from evalkit.store.runs import RESULT_COLUMNS, RUN_COLUMNS, decimal_of, from_timestamp, to_timestamp
 from evalkit.store.store import Store
+from evalkit.verdicts import ComparisonState, GateVerdict
 
 EXTRA_RUN_COLUMNS = ("benchmark_fingerprint", "variant_fingerprint")
 
@@ -22,9 +22,9 @@ def _reason(item: RetrievalItem) -> str:
 
 
 def save_retrieval_run(
-    store: Store, run: RetrievalRunResult, level: str, version: str, gate: Mapping[str, Any] | None
+    store: Store, run: RetrievalRunResult, level: str, version: str, gate: GateVerdict | None
 ) -> None:
-    comparison = run.comparison or Comparison("unknown", "not compared")
+    comparison = run.comparison or Comparison(ComparisonState.UNKNOWN, "not compared")
     metrics = {
         "metrics": dict(run.metrics),
         "by_form": {k: dict(v) for k, v in run.by_form.items()},
@@ -33,7 +33,7 @@ def save_retrieval_run(
         "left_out": run.left_out,
         "top1_hits": run.top1_hits,
         "top3_hits": run.top3_hits,
-        "gate": dict(gate) if gate is not None else None,
+        "gate": gate.as_dict() if gate is not None else None,
     }
     values = {
         "run_id": run.run_id, "kind": run.kind, "set_id": run.set_id, "set_name": run.set_name,
@@ -43,7 +43,7 @@ def save_retrieval_run(
         "finished_at": to_timestamp(run.finished_at), "item_count": run.question_count,
         "passed_count": run.top1_hits, "error_count": run.error_count, "pass_rate": run.top1_hit_rate,
         "mean_score": run.top3_hit_rate, "status": "errored" if run.error_count else "complete",
-        "comparison_state": comparison.state, "regressed": comparison.regressed,
+        "comparison_state": comparison.state.value, "regressed": comparison.regressed,
         "baseline_run_id": comparison.baseline_run_id, "comparison": json.dumps(comparison.as_dict()),
         "tolerances": json.dumps(run.tolerances.as_dict()), "metrics": json.dumps(metrics),
         "provenance": json.dumps(dict(run.provenance)), "input_tokens": None, "output_tokens": None, "cost": None,

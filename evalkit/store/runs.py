@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -24,6 +23,7 @@ from evalkit.records import (
 )
 from evalkit.store.privacy import details_for, keeps_items, text_for
 from evalkit.store.store import Store
+from evalkit.verdicts import ComparisonState, GateVerdict, Yardstick
 
 RUN_COLUMNS = (
     "run_id", "kind", "set_id", "set_name", "set_fingerprint", "set_path", "grader", "provider", "model",
@@ -60,7 +60,7 @@ def metadata_reason(item: ItemResult) -> str:
         failed = [a.type for a in counted if not a.passed]
         threshold = None if item.threshold is None else (item.score, item.threshold, item.passed)
         return assertions_reason(failed, len(counted), threshold=threshold)
-    if item.yardstick and item.yardstick.startswith("decision"):
+    if item.yardstick and Yardstick.parse(item.yardstick).judged:
         return f"decision score {item.score:.2f}"
     return "passed" if item.passed else "failed"
 
@@ -110,7 +110,7 @@ def as_kept(run: RunResult, level: str) -> RunResult:
 
 def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) -> tuple[Any, ...]:
     gen = run.generator
-    comparison = run.comparison or Comparison("not_compared", "not compared")
+    comparison = run.comparison or Comparison(ComparisonState.NOT_COMPARED, "not compared")
     return (
         run.run_id,
         run.kind,
@@ -132,7 +132,7 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
         run.pass_rate,
         run.mean_score,
         "errored" if run.error_count else "complete",
-        comparison.state,
+        comparison.state.value,
         comparison.regressed,
         comparison.baseline_run_id,
         json.dumps(comparison.as_dict()),
@@ -148,10 +148,10 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
     )
 
 
-def save_run(store: Store, run: RunResult, level: str, version: str, gate: Mapping[str, Any] | None = None) -> None:
+def save_run(store: Store, run: RunResult, level: str, version: str, gate: GateVerdict | None = None) -> None:
     """Write the run row and its item rows in one transaction."""
     metrics = {
-        "gate": dict(gate) if gate is not None else None,
+        "gate": gate.as_dict() if gate is not None else None,
         "requested_provider": run.provider,
         "requested_model": run.model,
         "grader_input_tokens": run.grader_usage.input_tokens,
@@ -230,7 +230,7 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         cost=row["cost"],
         grader_cost=metrics.get("grader_cost"),
         repeats=row["repeats"] or 1,
-        gate=metrics.get("gate"),
+        gate=GateVerdict.stored(metrics.get("gate")),
     )
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
 

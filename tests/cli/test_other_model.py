@@ -49,7 +49,10 @@ def test_a_switched_model_is_not_compared_but_shows_its_delta_against_the_other_
     assert comparison["reason"].startswith("Not compared: baselines/gate.ten.json has no baseline for gate.ten")
     assert comparison["reason"].endswith(said)
     assert doc["gate"]["passed"] is False
-    assert doc["gate"]["failures"][0].startswith("not compared with a baseline")
+    # the gate names why the run was not compared, and only that: the information is not a verdict
+    failure = doc["gate"]["failures"][0]
+    assert failure.startswith("not compared with a baseline (baselines/gate.ten.json has no baseline for gate.ten")
+    assert failure.endswith("accept a baseline for this scope with evalkit baseline accept)")
     assert said in " ".join((isolated / "pr.md").read_text(encoding="utf-8").split())
     # the terminal says it too (another fresh runner)
     monkeypatch.setenv("EVALKIT_DB", str(tmp_path / "fresh2.duckdb"))

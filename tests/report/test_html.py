@@ -248,9 +248,13 @@ def test_the_verdict_is_said_once(cli: Any, project: dict[str, Any], isolated: P
     assert text.count("Regression:") == 1
     make_small(isolated, cli)
     assert cli("run", "set.yaml", "--html", "again.html").exit_code == 0
-    again = page_text(Path("again.html").read_text(encoding="utf-8"))
+    raw = Path("again.html").read_text(encoding="utf-8")
+    again = page_text(raw)
     assert "No regression: pass rate +0.0 pp" in again
     assert again.count("No regression") == 1
+    # a compared run that held is marked good, its verdict coloured as a pass
+    assert '<div class="verdict good">' in raw
+    assert 'class="verdict-text t pass"' in raw
 
 
 @pytest.mark.parametrize("privacy", ["metadata", "none"])
