@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from evalkit import plugins
-from evalkit.records import JsonValue, ToolCall, quick_init
+from evalkit.records import JsonValue, ToolCall, record
 
 NEGATION = "not_"
 
@@ -33,8 +33,7 @@ class AssertionValueError(ValueError):
     """The value of an assertion cannot be used; the message says why."""
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@record
 class Outcome:
     """One assertion's verdict on one response."""
 
@@ -44,16 +43,14 @@ class Outcome:
     undecided: bool = False  # no verdict: it fails, and so does its negation
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@record
 class Where:
     """What a load-time check may need: the set file's folder (``python`` files are relative to it)."""
 
     folder: Path
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@record
 class Context:
     """What an evaluation may look at besides the response (``python`` functions get it as a dict)."""
 
@@ -116,8 +113,7 @@ Check = Callable[[Any, Where], Any]
 Evaluate = Callable[[Any, str, Context], Outcome]
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@record
 class AssertionType:
     name: str
     check: Check
