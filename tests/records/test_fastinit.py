@@ -21,6 +21,7 @@ import evalkit
 from evalkit import records
 from evalkit.assertions import registry
 from evalkit.records._fastinit import fast_init
+from tests.conftest import REPO
 
 PROPERTIES = settings(max_examples=150, deadline=None, database=None)
 SWITCH = "EVALKIT_PLAIN_RECORDS"
@@ -220,3 +221,12 @@ def test_fast_init_refuses_what_it_cannot_keep() -> None:
     for cls in (Mutable, Unslotted, WithPostInit, KeywordOnly):
         with pytest.raises(TypeError, match="fast_init"):
             fast_init(cls)
+
+
+def test_ci_runs_the_fast_lane_with_plain_records() -> None:
+    """.ci/run runs the fast lane a second time with the switch on, after the README's test
+    command, and the README says so (README "Development")."""
+    lane = 'EVALKIT_PLAIN_RECORDS=1 python -m pytest -m "not model and not slow" -n 2 -q'
+    lines = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert lines.index(lane) > lines.index('bash -c "$test_command"')
+    assert lane in " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
