@@ -88,17 +88,6 @@ class RunRow:
             "started_at": self.started_at, "privacy": self.privacy,
         }  # fmt: skip
 
-    def report_dict(self) -> dict[str, object]:
-        """The row as the HTML report's template reads it (README "The HTML report")."""
-        return {
-            "run_id": self.run_id, "set_id": self.set_id, "set_name": self.set_name, "kind": self.kind,
-            "grader": self.grader, "provider": self.provider, "model": self.model,
-            "reported_model": self.reported_model, "pass_rate": self.pass_rate, "mean_score": self.mean_score,
-            "item_count": self.item_count, "error_count": self.error_count, "started_at": self.started_at,
-            "comparison_state": self.comparison_state, "regressed": self.regressed,
-            "baseline_run_id": self.baseline_run_id, "accepted_at": self.accepted_at, "privacy": self.privacy,
-        }  # fmt: skip
-
 
 @dataclass(frozen=True, slots=True)
 class SetSummary:

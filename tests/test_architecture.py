@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evalkit.report import markdown, render, text
+from evalkit.report import html, markdown, render, text
 from tests.conftest import REPO
 
 QUERYING = {"execute", "executemany", "sql", "query"}  # DuckDB's ways to run SQL on a connection
@@ -48,6 +48,8 @@ SHOWN: list[Callable[..., Any]] = [
     markdown.summaries_markdown,
     markdown.comparison_markdown,
     text.comparison_lines,
+    html.trend_chart,
+    html.scope_of,
 ]
 
 
@@ -65,5 +67,10 @@ def loose(hint: Any) -> bool:
 def test_the_report_types_the_rows_it_is_given() -> None:
     assert loose(list[dict[str, Any]])
     assert not loose(list[Path])
-    untyped = {f.__qualname__: name for f in SHOWN for name, hint in typing.get_type_hints(f).items() if loose(hint)}
+    untyped = {
+        f.__qualname__: name
+        for f in SHOWN
+        for name, hint in typing.get_type_hints(f).items()
+        if name != "return" and loose(hint)
+    }
     assert untyped == {}

@@ -29,7 +29,7 @@ def report_sets(
     runs: Sequence[Made],
     baseline_files: BaselineFiles,
 ) -> list[dict[str, Any]]:
-    """Per set: ``set_id``, ``set_name``, ``runs`` (oldest first), ``latest`` and ``baseline``
+    """Per set: ``set_id``, ``set_name``, ``runs`` (``RunRow``, oldest first), ``latest`` and ``baseline``
     (envelopes, or None), as ``evalkit.report.html.render`` takes them. With ``runs`` (just made),
     only their sets, these runs shown as the latest."""
     from evalkit.store.reportdata import report_runs
@@ -45,7 +45,6 @@ def report_sets(
         latest_row: RunRow = (mine or entry["runs"])[-1]
         entry["latest"] = _latest(store, privacy, latest_row, made.get(latest_row.run_id))
         entry["baseline"] = _baseline(store, entry["set_id"], entry["latest"], baseline_files)
-        entry["runs"] = [r.report_dict() for r in entry["runs"]]
     return list(sets.values())
 
 

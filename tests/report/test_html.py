@@ -371,7 +371,7 @@ def test_runs_not_stored_are_shown_alone_as_the_database_would_keep_them() -> No
     [entry] = report_sets(None, "metadata", RunFilter(), [run], lambda set_id: asked.append(set_id) or [])
     assert (entry["set_id"], entry["set_name"], entry["baseline"], asked) == ("demo.set", None, None, [])
     [row] = entry["runs"]
-    assert (row["run_id"], row["item_count"], row["error_count"], row["provider"]) == (run.run_id, 3, 1, "fake")
+    assert (row.run_id, row.item_count, row.error_count, row.provider) == (run.run_id, 3, 1, "fake")
     assert (entry["latest"]["run_id"], entry["latest"]["privacy"]) == (run.run_id, "metadata")
     assert all(item.get("response") is None for item in entry["latest"]["items"])  # metadata keeps no texts
     assert trend_chart(entry["runs"], set())["datasets"][-1]["type"] == "bar"
@@ -385,9 +385,9 @@ def test_stored_runs_are_read_through_the_filter(tmp_path: Path) -> None:
         sets = report_sets(store, "full", RunFilter(set_id="demo.set", limit=2), (), lambda set_id: [])
         everything = report_sets(store, "full", RunFilter(), (), lambda set_id: [])
     [entry] = sets
-    assert [r["run_id"] for r in entry["runs"]] == [demo[1].run_id, demo[2].run_id]  # the newest two, oldest first
+    assert [r.run_id for r in entry["runs"]] == [demo[1].run_id, demo[2].run_id]  # the newest two, oldest first
     assert (entry["latest"]["run_id"], entry["latest"]["privacy"]) == (demo[2].run_id, "redacted")
-    assert entry["runs"][-1]["started_at"] == "2026-11-03T00:00:00+00:00"
+    assert entry["runs"][-1].started_at == "2026-11-03T00:00:00+00:00"
     assert [e["set_id"] for e in everything] == ["demo.set", "other.set"]
 
 
