@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.config import Config, ProviderConfig, db_path
 from evalkit.errors import EvalkitError, InputError, SchemaOutdatedError, UnknownNameError
@@ -28,6 +28,9 @@ from evalkit.session import (
     plan_run,
 )
 from evalkit.sets import load_config, load_set
+
+if TYPE_CHECKING:
+    from evalkit.store import Store
 
 __all__ = [
     "Flip",
@@ -141,7 +144,7 @@ def _parse_overrides(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_store(config: Config, db: str | Path | None) -> Any:
+def _read_store(config: Config, db: str | Path | None) -> Store | None:
     """A read-only store, or None when the database does not exist yet."""
     from evalkit.store import Store
 
