@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.config import Config, ProviderConfig, db_path
 from evalkit.errors import EvalkitError, InputError, SchemaOutdatedError, UnknownNameError
 from evalkit.memory import collector_policy
 from evalkit.providers import default_alias
-from evalkit.records import GRADERS, AnySet, BaselineFile, PairedTest, PromptSet, RetrievalRunResult, RunResult
-from evalkit.routing import RankedModel
+from evalkit.records import GRADERS, AnySet, BaselineFile, PromptSet, RetrievalRunResult, RunResult
+from evalkit.rows import Flip, RankedModel, RunComparison, RunFilter, RunRow, SetSummary
 from evalkit.session import (
     RetrievalPlan,
     RunPlan,
@@ -29,12 +28,18 @@ from evalkit.session import (
     plan_run,
 )
 from evalkit.sets import load_config, load_set
-from evalkit.verdicts import GateVerdict
+
+if TYPE_CHECKING:
+    from evalkit.store import Store
 
 __all__ = [
+    "Flip",
+    "RankedModel",
     "RetrievalPlan",
     "RunComparison",
+    "RunFilter",
     "RunPlan",
+    "RunRow",
     "accept_baselines",
     "baseline_files",
     "clear_cache",
@@ -139,7 +144,7 @@ def _parse_overrides(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_store(config: Config, db: str | Path | None) -> Any:
+def _read_store(config: Config, db: str | Path | None) -> Store | None:
     """A read-only store, or None when the database does not exist yet."""
     from evalkit.store import Store
 
@@ -162,7 +167,7 @@ def history(
     model: str | None = None,
     grader: str | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[RunRow]:
     """Stored runs, newest first (an empty list when there is no database yet)."""
     from evalkit.store import history as query
 
@@ -170,10 +175,10 @@ def history(
     if store is None:
         return []
     with store:
-        return query(store, set_id=set_id, provider=provider, model=model, grader=grader, limit=limit)
+        return query(store, RunFilter(set_id, provider, model, grader, limit))
 
 
-def set_report(config: Config, *, db: str | Path | None = None) -> list[dict[str, Any]]:
+def set_report(config: Config, *, db: str | Path | None = None) -> list[SetSummary]:
     """Per set: latest run, verdict, baseline and trend."""
     from evalkit.store import set_summaries
 
@@ -197,92 +202,17 @@ def html_report(
 ) -> str:
     """The self-contained HTML report (README "The HTML report") of the stored history, filtered as ``report``
     filters it; with ``runs`` (just made), of their sets, these runs shown as the latest."""
+    from evalkit.baselines import baseline_files as read_files
     from evalkit.report import html
-    from evalkit.report.jsonout import envelope
-    from evalkit.store import as_kept, load_retrieval_run, load_run
-    from evalkit.store.reportdata import report_runs
+    from evalkit.report.htmldata import report_sets
 
-    made = {r.run_id: r for r in runs}
-    sets: dict[str, dict[str, Any]] = {}
+    where = RunFilter(set_id, provider, model, grader, limit)
     store = _read_store(config, db)
     with store if store is not None else contextlib.nullcontext():
-        rows = []
-        if store is not None and (made or not runs):
-            rows = report_runs(store, set_id=set_id, provider=provider, model=model, grader=grader, limit=limit,
-                               run_ids=tuple(made))  # fmt: skip
-        for row in rows:
-            sets.setdefault(row["set_id"], {"set_id": row["set_id"], "set_name": row["set_name"], "runs": []})
-            sets[row["set_id"]]["runs"].append(row)
-        for run in runs:  # not stored (no database, or it refused them): the run alone
-            if run.run_id not in {r["run_id"] for r in sets.get(run.set_id, {}).get("runs", [])}:
-                entry = sets.setdefault(run.set_id, {"set_id": run.set_id, "set_name": None, "runs": []})
-                entry["runs"].append(_unstored_row(run))
-        for entry in sets.values():
-            mine = [r for r in entry["runs"] if r["run_id"] in made]
-            latest_row = (mine or entry["runs"])[-1]
-            if latest_row["run_id"] in made:
-                run = made[latest_row["run_id"]]
-                meta: dict[str, Any] = {"privacy": config.privacy}
-                # only what the database keeps at this level: the file is an artifact (README "Privacy")
-                latest = envelope(
-                    run if isinstance(run, RetrievalRunResult) else as_kept(run, config.privacy), run.gate
-                )
-            else:
-                loaded, meta = (load_retrieval_run if latest_row["kind"] == "retrieval" else load_run)(
-                    store, latest_row["run_id"]
-                )
-                latest = envelope(loaded, GateVerdict.stored(meta.get("gate")))
-            latest["privacy"] = meta.get("privacy") or latest_row.get("privacy")
-            entry["latest"] = latest
-            baseline_id = (latest.get("comparison") or {}).get("baseline_run_id")
-            entry["baseline"] = None
-            if baseline_id and latest.get("kind") != "retrieval":
-                if store is not None and _stored(store, baseline_id):
-                    entry["baseline"] = envelope(load_run(store, baseline_id)[0])
-                else:  # a fresh CI runner: the baseline is the committed file's entry
-                    entry["baseline"] = _baseline_from_file(config, entry["set_id"], baseline_id)
+        sets = report_sets(store, config.privacy, where, runs, lambda found: read_files(config, found))
     models = [m.as_dict() for m in rank_models(config=config, db=db)] if store is not None else []
     source = str(db_path(config, db)) if store is not None else "the runs just made (no database)"
-    return html.render(list(sets.values()), models, source=source)
-
-
-def _baseline_from_file(config: Config, set_id: str, run_id: str) -> dict[str, Any] | None:
-    """The baseline file's entry for ``run_id`` as an envelope the report can diff against: its
-    prompts' outcomes (the file keeps ids, pass fractions and scores, never texts)."""
-    from evalkit.baselines import baseline_files as read
-
-    for found in read(config, set_id):
-        for baseline in found.entries:
-            if baseline.run_id == run_id:
-                items = [
-                    {"id": pid, "passed": passed >= 1.0, "score": score,
-                     "reason": f"in {found.path.name}: {passed:.0%} of its samples passed"}
-                    for pid, (passed, score) in baseline.items.items()
-                ]  # fmt: skip
-                return {"run_id": run_id, "items": items}
-    return None
-
-
-def _stored(store: Any, run_id: str) -> bool:
-    return bool(store.con.execute("select count(*) from runs where run_id = $1", [run_id]).fetchone()[0])
-
-
-def _unstored_row(run: RunResult | RetrievalRunResult) -> dict[str, Any]:
-    """A run that is not in the database, as ``reportdata.report_runs`` gives stored ones."""
-    comparison = run.comparison
-    row: dict[str, Any] = {
-        "run_id": run.run_id, "set_id": run.set_id, "set_name": None, "kind": run.kind, "grader": run.grader,
-        "started_at": run.started_at, "comparison_state": comparison.state if comparison else None,
-        "regressed": comparison.regressed if comparison else None,
-        "baseline_run_id": comparison.baseline_run_id if comparison else None, "accepted_at": None,
-    }  # fmt: skip
-    if isinstance(run, RetrievalRunResult):
-        scope = {"provider": run.retriever, "model": None, "reported_model": None}
-        return {**row, **scope, "pass_rate": run.top1_hit_rate, "mean_score": run.top3_hit_rate}
-    gen = run.generator
-    scope = {"provider": gen.provider, "model": gen.model, "reported_model": gen.reported_model} if gen else {}
-    return {**row, "provider": run.provider, "model": run.model, "reported_model": None, **scope,
-            "pass_rate": run.pass_rate, "mean_score": run.mean_score}  # fmt: skip
+    return html.render(sets, models, source=source)
 
 
 def show_run(
@@ -368,7 +298,7 @@ def rank_models(
     *,
     config: Config | str | Path | None = None,
     db: str | Path | None = None,
-) -> list[RankedModel]:
+) -> list[RankedModel[ProviderConfig]]:
     """The configured provider instances ranked by ``policy`` (docs/contract.md "Model ranking"); with none configured,
     the implicit local instance once runs of it are stored (what ``evalkit run`` used)."""
     from evalkit.config import implicit_provider
@@ -394,49 +324,10 @@ def rank_models(
 
 def select_by_quality(
     min_quality: float | None = None, *, config: Config | str | Path | None = None, db: str | Path | None = None
-) -> RankedModel | None:
+) -> RankedModel[ProviderConfig] | None:
     """The instance with the best known quality (at least ``min_quality``), or None."""
     ranked = rank_models("quality", min_quality, config=config, db=db)
     return next((r for r in ranked if r.quality is not None), None)
-
-
-@dataclass(frozen=True, slots=True)
-class Flip:
-    id: str
-    first_pass_rate: float
-    second_pass_rate: float
-    first_score: float
-    second_score: float
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "first_pass_rate": self.first_pass_rate,
-            "second_pass_rate": self.second_pass_rate,
-            "first_score": self.first_score,
-            "second_score": self.second_score,
-            "score_delta": self.second_score - self.first_score,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class RunComparison:
-    """Two stored runs compared item by item (README "Commands", evalkit compare)."""
-
-    first: dict[str, Any]
-    second: dict[str, Any]
-    test: PairedTest
-    flips: tuple[Flip, ...]  # items whose pass rate or score changed
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "first": self.first,
-            "second": self.second,
-            "pass_rate_delta": self.second["pass_rate"] - self.first["pass_rate"],
-            "mean_score_delta": self.second["mean_score"] - self.first["mean_score"],
-            "paired": self.test.as_dict(),
-            "flips": [f.as_dict() for f in self.flips],
-        }
 
 
 def compare_runs(
@@ -470,20 +361,20 @@ def compare_runs(
             raise InputError("compare needs two run ids, or --set SET with two --provider options")
         summaries = [run_summary(store, i) for i in ids]
         samples = [item_outcomes(store, i) for i in ids]
-    if summaries[0]["kind"] != summaries[1]["kind"]:
+    if summaries[0].kind != summaries[1].kind:
         raise InputError(
-            f"run {ids[0]} is a {summaries[0]['kind']} run and run {ids[1]} a {summaries[1]['kind']} run; "
+            f"run {ids[0]} is a {summaries[0].kind} run and run {ids[1]} a {summaries[1].kind} run; "
             "compare runs of one kind"
         )
-    if summaries[0]["set_id"] != summaries[1]["set_id"]:
+    if summaries[0].set_id != summaries[1].set_id:
         raise InputError(
-            f"runs {ids[0]} ({summaries[0]['set_id']}) and {ids[1]} ({summaries[1]['set_id']}) are of different "
+            f"runs {ids[0]} ({summaries[0].set_id}) and {ids[1]} ({summaries[1].set_id}) are of different "
             "sets; compare runs of one set"
         )
     for summary, rows in zip(summaries, samples, strict=True):
         if not rows:
             raise InputError(
-                f"run {summary['run_id']} has no stored items (privacy {summary['privacy']}); "
+                f"run {summary.run_id} has no stored items (privacy {summary.privacy}); "
                 "compare needs runs stored at privacy metadata or above"
             )
     test = paired_test(samples[0], samples[1])

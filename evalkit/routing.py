@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from evalkit.config import ProviderConfig
 from evalkit.errors import InputError, UnknownNameError
+from evalkit.rows import RankedModel
 
 POLICIES = ("priority", "quality", "balanced", "economy")
 UNKNOWN_FOR_BALANCE = 0.5
@@ -32,29 +33,6 @@ class Measured:
     alias: str
     quality: float | None
     sets: int
-
-
-@dataclass(frozen=True, slots=True)
-class RankedModel:
-    rank: int
-    provider: str
-    model: str
-    priority: int
-    quality: float | None
-    sets: int
-    cost: dict[str, float] | None
-    config: ProviderConfig
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "rank": self.rank,
-            "provider": self.provider,
-            "model": self.model,
-            "priority": self.priority,
-            "quality": self.quality,
-            "sets": self.sets,
-            "cost": self.cost,
-        }
 
 
 def _price(config: ProviderConfig) -> float | None:
@@ -87,7 +65,9 @@ def order(measured: Sequence[Measured], policy: str) -> list[Measured]:
     return sorted(measured, key=lambda m: (_price(m.config) is None, round(_price(m.config) or 0.0, 12), *tie(m)))
 
 
-def rank(measured: Sequence[Measured], policy: str = "priority", min_quality: float | None = None) -> list[RankedModel]:
+def rank(
+    measured: Sequence[Measured], policy: str = "priority", min_quality: float | None = None
+) -> list[RankedModel[ProviderConfig]]:
     """The ranking; ``min_quality`` drops instances below it and those without data."""
     if min_quality is not None and not 0 <= min_quality <= 1:  # NaN fails this too
         raise InputError(f"--min-quality: must be a number in 0..1, got {min_quality!r}")

@@ -44,7 +44,7 @@ def report_command(
     filtered = set_id or provider or model or grader or limit
     rows = api.history(cfg, db=db, set_id=set_id, provider=provider, model=model, grader=grader, limit=limit)
     if fmt == "json":
-        click.echo(jsonout.dumps({"runs": rows}))
+        click.echo(jsonout.dumps({"runs": [r.history_dict() for r in rows]}))
     elif filtered and fmt == "markdown":
         click.echo(markdown.history_markdown(set_id or "runs", rows), nl=False)
     elif filtered:

@@ -26,6 +26,7 @@ from typing import Any
 from evalkit.records import tool_calls_of
 from evalkit.report import cells
 from evalkit.report.toolcalls import calls_line
+from evalkit.rows import RunRow
 from evalkit.verdicts import ComparisonState
 
 HERE = Path(__file__).resolve().parent
@@ -74,21 +75,21 @@ def chart_library() -> str:
     return (HERE / "vendor" / "chart.umd.min.js").read_text(encoding="utf-8")
 
 
-def scope_of(run: Mapping[str, Any]) -> str:
+def scope_of(run: RunRow) -> str:
     """One trend line per scope: instance, alias, reported model, grader (README "Baselines and regressions")."""
-    reported = run.get("reported_model") or "unverified"
+    reported = run.reported_model or "unverified"
     # drawn on a canvas as well as written in the page: shown, never obeyed; an endpoint's name cut
-    names = (run.get("provider"), run.get("model"), reported, run.get("grader"))
+    names = (run.provider, run.model, reported, run.grader)
     return " · ".join(cells.short(visible(name)) for name in names)
 
 
-def trend_chart(runs: Sequence[Mapping[str, Any]], baseline_ids: set[str], retrieval: bool = False) -> dict[str, Any]:
+def trend_chart(runs: Sequence[RunRow], baseline_ids: set[str], retrieval: bool = False) -> dict[str, Any]:
     """Chart.js line data: pass rate and mean score per run (a retrieval set: its top-1 and top-3
     hit rates), one pair of lines per scope, the baseline, accepted and regressed runs marked
     (runs oldest first). A run with errors measures no quality (evalkit compares none): it is
     left off the lines and drawn as a bar of the share of its answers that errored."""
     names = ("top-1 hit rate", "top-3 hit rate") if retrieval else ("pass rate", "mean score")
-    labels = [visible(f"{r['started_at'][:16].replace('T', ' ')} {r['run_id'][-6:]}") for r in runs]
+    labels = [visible(f"{r.started_at[:16].replace('T', ' ')} {r.run_id[-6:]}") for r in runs]
     scopes: dict[str, int] = {}
     for run in runs:
         if not errored(run):
@@ -104,18 +105,16 @@ def trend_chart(runs: Sequence[Mapping[str, Any]], baseline_ids: set[str], retri
     return {"labels": labels, "datasets": datasets}
 
 
-def errored(run: Mapping[str, Any]) -> bool:
-    return bool(run.get("error_count"))
+def errored(run: RunRow) -> bool:
+    return bool(run.error_count)
 
 
-def _line(
-    runs: Sequence[Mapping[str, Any]], scope: str, color: str, metric: str, baseline_ids: set[str]
-) -> dict[str, Any]:
+def _line(runs: Sequence[RunRow], scope: str, color: str, metric: str, baseline_ids: set[str]) -> dict[str, Any]:
     """One scope's line of ``metric``: a point per run of the scope without errors."""
     points, styles, radii, fills, notes = [], [], [], [], []
     for run in runs:
         mine = scope_of(run) == scope and not errored(run)
-        points.append(run[metric] if mine else None)
+        points.append((run.pass_rate if metric == "pass_rate" else run.mean_score) if mine else None)
         mark = _mark(run, baseline_ids) if mine else None
         styles.append(MARKS[mark] if mark else "circle")
         radii.append(7 if mark else 3)
@@ -134,11 +133,11 @@ def _line(
     }
 
 
-def _error_bars(runs: Sequence[Mapping[str, Any]], what: str) -> dict[str, Any]:
+def _error_bars(runs: Sequence[RunRow], what: str) -> dict[str, Any]:
     """Per run with errors, the share of its answers (questions) that errored, and the scope."""
     shares, notes = [], []
     for run in runs:
-        count, total = int(run.get("error_count") or 0), int(run.get("item_count") or 0)
+        count, total = run.error_count, run.item_count
         shares.append(min(1.0, count / total) if count and total else None)
         notes.append(f"{count} of {total} {what} errored · {scope_of(run)}" if count else "")
     return {
@@ -153,12 +152,12 @@ def _error_bars(runs: Sequence[Mapping[str, Any]], what: str) -> dict[str, Any]:
     }
 
 
-def _mark(run: Mapping[str, Any], baseline_ids: set[str]) -> str | None:
-    if run.get("regressed"):
+def _mark(run: RunRow, baseline_ids: set[str]) -> str | None:
+    if run.regressed:
         return "regressed"
-    if run.get("accepted_at"):
+    if run.accepted_at:
         return "accepted"
-    if run["run_id"] in baseline_ids:
+    if run.run_id in baseline_ids:
         return "baseline"
     return None
 
@@ -243,14 +242,14 @@ def retrieval_charts(latest: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def render(sets: Sequence[Mapping[str, Any]], models: Sequence[Mapping[str, Any]], *, source: str) -> str:
-    """The whole page. ``sets``: per set, ``runs`` (oldest first), ``latest`` and ``baseline``
+    """The whole page. ``sets``: per set, ``runs`` (``RunRow``, oldest first), ``latest`` and ``baseline``
     (envelopes as ``--format json`` prints them, or None)."""
     sections = []
     charts: dict[str, Any] = {}
     for index, entry in enumerate(sets):
         runs, latest, baseline = entry["runs"], entry["latest"], entry.get("baseline")
         key = f"set-{index}"
-        baseline_ids = {r["baseline_run_id"] for r in runs if r.get("baseline_run_id")}
+        baseline_ids = {r.baseline_run_id for r in runs if r.baseline_run_id}
         retrieval = latest is not None and latest.get("kind") == "retrieval"
         charts[key] = {"trend": trend_chart(runs, baseline_ids, retrieval)}
         if retrieval:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from evalkit.records import RetrievalRunResult, RunResult
 from evalkit.report.text import clip, instance, outcome_label, percent, printable, sparkline, verdict_label
 from evalkit.report.toolcalls import calls_line
+from evalkit.rows import RunComparison, RunRow, SetSummary
 from evalkit.verdicts import ComparisonState
 
 _MARKUP = re.compile(r"([\\`*_\[\]!~|])")  # what makes inline markup: links and images need [ ]
@@ -159,32 +159,32 @@ def runs_markdown(runs: Sequence[RunResult | RetrievalRunResult]) -> str:
     return "\n".join([head, "", *[any_markdown(r) for r in runs]])
 
 
-def history_markdown(set_id: str, rows: Sequence[dict[str, Any]]) -> str:
-    lines = [f"### {set_id}", "", f"trend {sparkline([r['pass_rate'] for r in reversed(rows)])}", ""]
+def history_markdown(set_id: str, rows: Sequence[RunRow]) -> str:
+    lines = [f"### {set_id}", "", f"trend {sparkline([r.pass_rate for r in reversed(rows)])}", ""]
     lines += [
         "| run | started | provider/model | grader | pass rate | mean | verdict |",
         "|---|---|---|---|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
-            f"| `{r['run_id']}` | {r['started_at']} | {_cell(instance(r['provider'], r['model']))} | {_cell(r['grader'])} "
-            f"| {percent(r['pass_rate'])} | {r['mean_score']:.3f} | {_verdict_cell(r)} |"
+            f"| `{r.run_id}` | {r.started_at} | {_cell(instance(r.provider, r.model))} | {_cell(r.grader)} "
+            f"| {percent(r.pass_rate)} | {r.mean_score:.3f} | {_verdict_cell(r)} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def _verdict_cell(row: dict[str, Any]) -> str:
-    label = verdict_label(row["comparison_state"], row["regressed"])
-    return f"**{label}**" if row["regressed"] else label
+def _verdict_cell(row: RunRow) -> str:
+    label = verdict_label(row.comparison_state, row.regressed)
+    return f"**{label}**" if row.regressed else label
 
 
-def summaries_markdown(rows: Sequence[dict[str, Any]]) -> str:
+def summaries_markdown(summaries: Sequence[SetSummary]) -> str:
     lines = ["| set | latest run | pass rate | mean | trend | verdict |", "|---|---|---:|---:|---|---|"]
-    for r in rows:
-        verdict = _verdict_cell(r)
+    for summary in summaries:
+        r = summary.latest
         lines.append(
-            f"| {_cell(r['set_id'])} | `{r['run_id']}` | {percent(r['pass_rate'])} | {r['mean_score']:.3f} "
-            f"| {sparkline(r['trend'])} | {verdict} |"
+            f"| {_cell(r.set_id)} | `{r.run_id}` | {percent(r.pass_rate)} | {r.mean_score:.3f} "
+            f"| {sparkline(summary.trend)} | {_verdict_cell(r)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -211,14 +211,14 @@ def any_markdown(run: RunResult | RetrievalRunResult) -> str:
     return retrieval_markdown(run) if isinstance(run, RetrievalRunResult) else run_markdown(run)
 
 
-def comparison_markdown(result: Any) -> str:
+def comparison_markdown(result: RunComparison) -> str:
     from evalkit.report.text import comparison_lines
 
     first, second = result.first, result.second
     lines = [
-        f"### Compare `{first['run_id']}` -> `{second['run_id']}`",
+        f"### Compare `{first.run_id}` -> `{second.run_id}`",
         "",
-        f"{first['set_id']}: {_cell(instance(first['provider'], first['model']))} -> {_cell(instance(second['provider'], second['model']))}",
+        f"{first.set_id}: {_cell(instance(first.provider, first.model))} -> {_cell(instance(second.provider, second.model))}",
         "",
         *[f"- {_inline(line)}" for line in comparison_lines(result)],
     ]
@@ -227,9 +227,9 @@ def comparison_markdown(result: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _flip_table(result: Any) -> list[str]:
+def _flip_table(result: RunComparison) -> list[str]:
     """The items that changed, in the words of ``compare``'s table (pass / fail, hit / miss)."""
-    if result.first.get("kind") == "retrieval":  # passed = top-1 hit, score = top-3 hit
+    if result.first.kind == "retrieval":  # passed = top-1 hit, score = top-3 hit
         lines = ["| question | first top-1 | second top-1 | first top-3 | second top-3 |", "|---|---|---|---|---|"]
         for flip in result.flips:
             rates = (flip.first_pass_rate, flip.second_pass_rate, flip.first_score, flip.second_score)

@@ -26,6 +26,7 @@ from evalkit.report.text import (
     verdict_label,
 )
 from evalkit.report.toolcalls import calls_line
+from evalkit.rows import RankedModel, RunComparison, RunRow, SetSummary
 from evalkit.verdicts import ComparisonState, GateVerdict
 
 MAX_LISTED = 100
@@ -213,39 +214,38 @@ def flip_lines(comparison: Comparison) -> list[tuple[str, str]]:
     return lines
 
 
-def render_history(console: Console, set_id: str, rows: Sequence[dict[str, Any]]) -> None:
+def render_history(console: Console, set_id: str, rows: Sequence[RunRow]) -> None:
     if not rows:
         console.print(f"No stored runs for {set_id}.")
         return
     console.print(
         Text.assemble(
             (set_id, "bold"),
-            f" · {len(rows)} run{'s' if len(rows) != 1 else ''} · trend {sparkline([r['pass_rate'] for r in reversed(rows)])}",
+            f" · {len(rows)} run{'s' if len(rows) != 1 else ''} · trend {sparkline([r.pass_rate for r in reversed(rows)])}",
         )
     )
     names = ("run", "started", "provider/model", "reported", "grader", "pass rate", "mean", "errors", "verdict")
-    cells = [
+    cells: list[list[str | RichText]] = [
         [
-            r["run_id"], str(r["started_at"]), instance(r["provider"], r["model"]), r["reported_model"] or "—", r["grader"],
-            rate_cell(r), mean_cell(r), str(r["error_count"]),
-            Text(verdict_label(r["comparison_state"], r["regressed"]),
-                 style=verdict_style(r["comparison_state"], r["regressed"])),
+            r.run_id, r.started_at, instance(r.provider, r.model), r.reported_model or "—", r.grader,
+            rate_cell(r), mean_cell(r), str(r.error_count),
+            Text(verdict_label(r.comparison_state, r.regressed), style=verdict_style(r.comparison_state, r.regressed)),
         ]
         for r in rows
     ]  # fmt: skip
     print_fitted(console, None, names, cells, numeric=("pass rate", "mean", "errors"))
 
 
-def rate_cell(row: Mapping[str, Any]) -> str:
+def rate_cell(row: RunRow) -> str:
     """A history row's pass rate; a retrieval run's is its top-1 hit rate and says so."""
-    text = percent(row["pass_rate"])
-    return f"{text} (top-1)" if row.get("kind") == "retrieval" else text
+    text = percent(row.pass_rate)
+    return f"{text} (top-1)" if row.kind == "retrieval" else text
 
 
-def mean_cell(row: Mapping[str, Any]) -> str:
+def mean_cell(row: RunRow) -> str:
     """A history row's mean score; a retrieval run's is its top-3 hit rate and says so."""
-    text = f"{row['mean_score']:.3f}"
-    return f"{text} (top-3)" if row.get("kind") == "retrieval" else text
+    text = f"{row.mean_score:.3f}"
+    return f"{text} (top-3)" if row.kind == "retrieval" else text
 
 
 def privacy_hint(level: str | None) -> str | None:
@@ -264,18 +264,19 @@ def privacy_hint(level: str | None) -> str | None:
     return None
 
 
-def render_summaries(console: Console, rows: Sequence[dict[str, Any]]) -> None:
-    if not rows:
+def render_summaries(console: Console, summaries: Sequence[SetSummary]) -> None:
+    if not summaries:
         console.print("No stored runs yet. Run a set with: evalkit run sets/")
         return
     names = ("set", "latest run", "provider/model", "grader", "pass rate", "mean", "trend", "baseline", "verdict")
-    cells = []
-    for r in rows:
-        verdict = verdict_label(r["comparison_state"], r["regressed"])
+    cells: list[list[str | RichText]] = []
+    for summary in summaries:
+        r = summary.latest
+        verdict = verdict_label(r.comparison_state, r.regressed)
         cells.append([
-            r["set_id"], r["run_id"], instance(r["provider"], r["model"]), r["grader"], rate_cell(r),
-            mean_cell(r), sparkline(r["trend"]), r["baseline_run_id"] or "—",
-            Text(verdict, style=verdict_style(r["comparison_state"], r["regressed"])),
+            r.set_id, r.run_id, instance(r.provider, r.model), r.grader, rate_cell(r),
+            mean_cell(r), sparkline(summary.trend), r.baseline_run_id or "—",
+            Text(verdict, style=verdict_style(r.comparison_state, r.regressed)),
         ])  # fmt: skip
     print_fitted(console, "Latest run per set", names, cells, numeric=("pass rate", "mean"))
 
@@ -439,7 +440,7 @@ def render_matrix(console: Console, runs: Sequence[RunResult]) -> None:
         console.print()
 
 
-def render_models(console: Console, policy: str, ranked: Sequence[Any]) -> None:
+def render_models(console: Console, policy: str, ranked: Sequence[RankedModel[Any]]) -> None:
     if not ranked:
         console.print("No provider instances to rank (none configured, or none above --min-quality).")
         return
@@ -455,10 +456,10 @@ def render_models(console: Console, policy: str, ranked: Sequence[Any]) -> None:
     console.print(table)
 
 
-def render_comparison(console: Console, result: Any) -> None:
+def render_comparison(console: Console, result: RunComparison) -> None:
     for label, run in (("first ", result.first), ("second", result.second)):
         console.print(
-            f"{label} {run['run_id']} · {run['set_id']} · {instance(run['provider'], run['model'])} · {run['grader']} · {run['started_at']}"
+            f"{label} {run.run_id} · {run.set_id} · {instance(run.provider, run.model)} · {run.grader} · {run.started_at}"
         )
     for line in comparison_lines(result):
         console.print(line)
@@ -468,7 +469,7 @@ def render_comparison(console: Console, result: Any) -> None:
     table = Table(
         show_edge=False, header_style="bold", pad_edge=False, title="Items that changed", title_justify="left"
     )
-    if result.first.get("kind") == "retrieval":  # passed = top-1 hit, score = top-3 hit
+    if result.first.kind == "retrieval":  # passed = top-1 hit, score = top-3 hit
         for name in ("question", "first top-1", "second top-1", "first top-3", "second top-3"):
             table.add_column(name)
         for flip in result.flips:

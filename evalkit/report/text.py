@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
+from evalkit.rows import RunComparison
 from evalkit.verdicts import ComparisonState
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -67,24 +67,24 @@ def clip(text: str | None, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def comparison_lines(result: Any) -> list[str]:
+def comparison_lines(result: RunComparison) -> list[str]:
     """The verdict of ``evalkit compare`` in words (shared by table and markdown)."""
     test = result.test
     first, second = result.first, result.second
-    if first.get("kind") == "retrieval":
+    if first.kind == "retrieval":
         return _retrieval_comparison_lines(result)
     lines = [
         f"Paired items: {test.paired} ({test.only_first} only in the first run, {test.only_second} only in the second)",
         f"{test.describe()} ({test.test}: {test.lost} pass->fail, {test.gained} fail->pass)",
         f"pass rate {test.p_text(one_sided=True)} of a drop (what run --significance gates on)",
         f"mean score {test.mean_score_delta:+.3f} ({test.score_interval()})",
-        f"Whole runs: pass rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
-        f"mean score {first['mean_score']:.3f} -> {second['mean_score']:.3f}",
+        f"Whole runs: pass rate {percent(first.pass_rate)} -> {percent(second.pass_rate)}, "
+        f"mean score {first.mean_score:.3f} -> {second.mean_score:.3f}",
     ]
     return lines
 
 
-def _retrieval_comparison_lines(result: Any) -> list[str]:
+def _retrieval_comparison_lines(result: RunComparison) -> list[str]:
     """The same verdict for two retrieval runs, in their terms: a stored retrieval item "passed"
     when its top-1 id was expected and "scored" 1 when one of its top three was."""
     test = result.test
@@ -96,6 +96,6 @@ def _retrieval_comparison_lines(result: Any) -> list[str]:
         # the paired test of the stored "pass" (here: the top-1 hit)
         f"{test.describe(measure='top-1 hit rate')} ({test.test}: {test.lost} hit->miss, {test.gained} miss->hit)",
         f"top-3 hit rate {test.mean_score_delta * 100:+.1f} pp ({top3})",
-        f"Whole runs: top-1 hit rate {percent(first['pass_rate'])} -> {percent(second['pass_rate'])}, "
-        f"top-3 hit rate {percent(first['mean_score'])} -> {percent(second['mean_score'])}",
+        f"Whole runs: top-1 hit rate {percent(first.pass_rate)} -> {percent(second.pass_rate)}, "
+        f"top-3 hit rate {percent(first.mean_score)} -> {percent(second.mean_score)}",
     ]

@@ -14,6 +14,7 @@ from evalkit.store.queries import (
     latest_run_id,
     mark_accepted,
     prune_runs,
+    run_exists,
     run_summary,
     set_summaries,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "prune_cache",
     "prune_runs",
     "resolve_run_id",
+    "run_exists",
     "run_kind",
     "run_summary",
     "save_retrieval_run",

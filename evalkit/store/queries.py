@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from evalkit.rows import EVERY_RUN, RunFilter, RunRow, SetSummary, iso_time, trend_of
 from evalkit.store.store import Store, age_cutoff
-
-HISTORY_COLUMNS = (
-    "run_id", "set_id", "kind", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
-    "item_count", "error_count", "started_at", "comparison_state", "regressed",
-)  # fmt: skip
-
 
 BASELINE_COLUMNS = ("run_id", "pass_rate", "mean_score", "passed_count", "item_count", "set_fingerprint")
 
@@ -93,53 +89,51 @@ def mark_accepted(store: Store, run_ids: list[str]) -> None:
         )
 
 
-def history(
-    store: Store,
-    *,
-    set_id: str | None = None,
-    provider: str | None = None,
-    model: str | None = None,
-    grader: str | None = None,
-    limit: int | None = None,
-) -> list[dict[str, Any]]:
+def history(store: Store, where: RunFilter = EVERY_RUN) -> list[RunRow]:
     """Stored runs, newest first, filtered by set, provider instance, model alias or grader."""
-    where, params = run_filters(set_id=set_id, provider=provider, model=model, grader=grader)
-    sql = f"select {', '.join(HISTORY_COLUMNS)} from runs"
-    if where:
-        sql += " where " + " and ".join(where)
+    conditions, params = run_filters(where)
+    sql = f"select {', '.join(RUN_COLUMNS)} from runs"
+    if conditions:
+        sql += " where " + " and ".join(conditions)
     sql += " order by started_at desc, run_id desc"
-    if limit is not None:
-        params.append(limit)
+    if where.limit is not None:
+        params.append(where.limit)
         sql += f" limit ${len(params)}"
-    rows = store.con.execute(sql, params).fetchall()
-    keys = ["set" if c == "set_id" else c for c in HISTORY_COLUMNS]
-    return [_with_time(dict(zip(keys, r, strict=True))) for r in rows]
+    return [run_row(r) for r in store.con.execute(sql, params).fetchall()]
 
 
-def run_filters(**columns: str | None) -> tuple[list[str], list[Any]]:
+RUN_COLUMNS = (
+    "run_id", "set_id", "kind", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
+    "item_count", "error_count", "started_at", "comparison_state", "regressed", "baseline_run_id", "accepted_at",
+    "privacy", "set_name",
+)  # fmt: skip
+
+
+def run_row(values: Sequence[Any]) -> RunRow:
+    """A ``RunRow`` from the ``RUN_COLUMNS`` of a ``runs`` row (its timestamps as ISO text)."""
+    row = dict(zip(RUN_COLUMNS, values[: len(RUN_COLUMNS)], strict=True))
+    row["started_at"], row["accepted_at"] = str(iso_time(row["started_at"])), iso_time(row["accepted_at"])
+    return RunRow(**row)
+
+
+def run_filters(where: RunFilter) -> tuple[list[str], list[Any]]:
     """``report``'s filters as SQL conditions on runs (``column = $n``) and their parameters."""
-    where: list[str] = []
+    conditions: list[str] = []
     params: list[Any] = []
-    for column, value in columns.items():
+    for column, value in where.columns().items():
         if value is not None:
             params.append(value)
-            where.append(f"{column} = ${len(params)}")
-    return where, params
+            conditions.append(f"{column} = ${len(params)}")
+    return conditions, params
 
 
-def _with_time(row: dict[str, Any]) -> dict[str, Any]:
-    started = row.get("started_at")
-    if isinstance(started, datetime):
-        row["started_at"] = started.replace(tzinfo=UTC).isoformat(timespec="seconds")
-    return row
-
-
-def set_summaries(store: Store, trend_length: int = 12) -> list[dict[str, Any]]:
+def set_summaries(store: Store, trend_length: int = 12) -> list[SetSummary]:
     """Per set: the latest run, its verdict, its baseline and the recent pass-rate trend of the
     latest run's scope (instance, alias, reported model, grader: a matrix of providers is not one
     trend)."""
+    latest = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
     rows = store.con.execute(
-        """
+        f"""
         with ranked as (
             select *, row_number() over (partition by set_id order by started_at desc, run_id desc) as recency
             from runs
@@ -156,21 +150,14 @@ def set_summaries(store: Store, trend_length: int = 12) -> list[dict[str, Any]]:
             from scoped where recency <= $1 group by set_id
         ),
         totals as (select set_id, count(*) as total_runs from runs group by set_id)
-        select r.set_id, r.kind, r.run_id, r.grader, r.provider, r.model, r.reported_model, r.pass_rate,
-               r.mean_score, r.item_count, r.error_count, r.started_at, r.comparison_state, r.regressed,
-               r.baseline_run_id, t.trend, o.total_runs
+        select {latest}, t.trend, o.total_runs
         from ranked r join trends t using (set_id) join totals o using (set_id)
         where r.recency = 1
         order by r.set_id
         """,
         [trend_length],
     ).fetchall()
-    names = (
-        "set_id", "kind", "run_id", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
-        "item_count", "error_count", "started_at", "comparison_state", "regressed", "baseline_run_id", "trend",
-        "total_runs",
-    )  # fmt: skip
-    return [_with_time(dict(zip(names, r, strict=True))) for r in rows]
+    return [SetSummary(run_row(r), trend_of(r[-2]), int(r[-1])) for r in rows]
 
 
 def prune_runs(store: Store, older_than_days: int) -> int:
@@ -216,25 +203,18 @@ def item_outcomes(store: Store, run_id: str) -> list[tuple[str, bool, float]]:
     return [(str(i), bool(p), float(s)) for i, p, s in rows]
 
 
-RUN_SUMMARY = (
-    "run_id",
-    "set_id",
-    "kind",
-    "provider",
-    "model",
-    "reported_model",
-    "grader",
-    "pass_rate",
-    "mean_score",
-    "item_count",
-    "started_at",
-    "privacy",
-)
+def run_summary(store: Store, run_id: str) -> RunRow:
+    """One stored run without its items (the run must exist: resolve its id first)."""
+    row = store.con.execute(f"select {', '.join(RUN_COLUMNS)} from runs where run_id = $1", [run_id]).fetchone()
+    if row is None:
+        raise KeyError(run_id)
+    return run_row(row)
 
 
-def run_summary(store: Store, run_id: str) -> dict[str, Any]:
-    row = store.con.execute(f"select {', '.join(RUN_SUMMARY)} from runs where run_id = $1", [run_id]).fetchone()
-    return _with_time(dict(zip(RUN_SUMMARY, row or (), strict=True)))
+def run_exists(store: Store, run_id: str) -> bool:
+    """Whether a run of this exact id is stored."""
+    row = store.con.execute("select count(*) from runs where run_id = $1", [run_id]).fetchone()
+    return bool(row and row[0])
 
 
 def latest_run_id(store: Store, set_id: str, provider: str) -> str | None:

@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from evalkit.report.html import script_json, visible
+from evalkit.records import BaselineEntry, BaselineFile
+from evalkit.report.html import script_json, trend_chart, visible
+from evalkit.report.htmldata import baseline_from_file, report_sets
+from evalkit.rows import RunFilter
+from evalkit.store import Store, save_run
+from tests.factories import run_of
 from tests.report.htmlproject import (
     BIDI,
     HOSTILE_ID,
@@ -355,3 +360,47 @@ def test_a_long_model_name_from_an_endpoint_is_cut(isolated: Path, cli: Any) -> 
         f"{metric} · rec · replay · {'m' * NAME_CHARS}… · deterministic" for metric in ("pass rate", "mean score")
     ]
     assert f"· {'m' * NAME_CHARS}… ·" in page_text(page)  # in the verdict box too
+
+
+def test_runs_not_stored_are_shown_alone_as_the_database_would_keep_them() -> None:
+    """No database: the run just made is its set's only run and its latest, at the configured
+    privacy; an errored run's row keeps its error count, so the chart draws it as errors (README
+    "The HTML report")."""
+    run = run_of(1, 3, errors=1)
+    asked: list[str] = []
+    [entry] = report_sets(None, "metadata", RunFilter(), [run], lambda set_id: asked.append(set_id) or [])
+    assert (entry["set_id"], entry["set_name"], entry["baseline"], asked) == ("demo.set", None, None, [])
+    [row] = entry["runs"]
+    assert (row.run_id, row.item_count, row.error_count, row.provider) == (run.run_id, 3, 1, "fake")
+    assert (entry["latest"]["run_id"], entry["latest"]["privacy"]) == (run.run_id, "metadata")
+    assert all(item.get("response") is None for item in entry["latest"]["items"])  # metadata keeps no texts
+    assert trend_chart(entry["runs"], set())["datasets"][-1]["type"] == "bar"
+
+
+def test_stored_runs_are_read_through_the_filter(tmp_path: Path) -> None:
+    demo = [run_of(i, 3, started_at=f"2026-11-0{i + 1}T00:00:00+00:00") for i in range(3)]
+    with Store.open(tmp_path / "e.duckdb") as store:
+        for run in [*demo, run_of(3, 3, set_id="other.set")]:
+            save_run(store, run, "redacted", "test")
+        sets = report_sets(store, "full", RunFilter(set_id="demo.set", limit=2), (), lambda set_id: [])
+        everything = report_sets(store, "full", RunFilter(), (), lambda set_id: [])
+    [entry] = sets
+    assert [r.run_id for r in entry["runs"]] == [demo[1].run_id, demo[2].run_id]  # the newest two, oldest first
+    assert (entry["latest"]["run_id"], entry["latest"]["privacy"]) == (demo[2].run_id, "redacted")
+    assert entry["runs"][-1].started_at == "2026-11-03T00:00:00+00:00"
+    assert [e["set_id"] for e in everything] == ["demo.set", "other.set"]
+
+
+def test_a_baseline_not_in_the_database_is_the_files_entry(tmp_path: Path) -> None:
+    entry = BaselineEntry(
+        "fake", "alias-1", "model-1", "deterministic", "run-1", "2026-11-01T00:00:00+00:00", "0", "f" * 16,
+        2, 1, 0.5, 0.5, {"p0": (1.0, 1.0), "p1": (0.5, 0.25)},
+    )  # fmt: skip
+    files = [BaselineFile(tmp_path / "demo.set.json", "demo.set", (entry,))]
+    assert baseline_from_file(files, "run-2") is None
+    found = baseline_from_file(files, "run-1")
+    assert found is not None
+    assert found["items"] == [
+        {"id": "p0", "passed": True, "score": 1.0, "reason": "in demo.set.json: 100% of its samples passed"},
+        {"id": "p1", "passed": False, "score": 0.25, "reason": "in demo.set.json: 50% of its samples passed"},
+    ]

@@ -9,6 +9,7 @@ import pytest
 
 from evalkit import api
 from evalkit.report.render import SafeConsole, render_history, render_summaries
+from evalkit.rows import RunRow
 from tests.test_runner import echo as runner_echo
 
 ONE = """
@@ -26,7 +27,7 @@ def echo(model: str = "fake-model-1") -> Any:
 
 
 @pytest.fixture
-def two_sets_history(cli: Any, write_file: Any) -> list[dict[str, Any]]:
+def two_sets_history(cli: Any, write_file: Any) -> list[RunRow]:
     """Two runs each of two sets with long ids on a long-named replay instance."""
     write_file("evalkit.yaml", "providers: [{id: recorded-answers-instance, adapter: replay, path: answers.jsonl}]\n")
     write_file("answers.jsonl", '{"id": "greet", "response": "echo", "model": "gpt-4o-mini-2024-07-18"}\n')
@@ -38,7 +39,7 @@ def two_sets_history(cli: Any, write_file: Any) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("width", [80, 100, 160])
-def test_report_never_cuts_ids_or_verdicts(two_sets_history: list[dict[str, Any]], width: int) -> None:
+def test_report_never_cuts_ids_or_verdicts(two_sets_history: list[RunRow], width: int) -> None:
     cfg = api.load_config(None)
     out = io.StringIO()
     console = SafeConsole(file=out, width=width, color_system=None)
@@ -48,8 +49,8 @@ def test_report_never_cuts_ids_or_verdicts(two_sets_history: list[dict[str, Any]
     assert "…" not in text
     words = set(text.split())
     for row in two_sets_history:
-        assert row["run_id"] in words
-        assert row["set"] in words
+        assert row.run_id in words
+        assert row.set_id in words
     assert "baseline" in words
     assert "no regression" in text  # on one line
     assert max(len(line) for line in text.splitlines()) <= width

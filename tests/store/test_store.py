@@ -10,7 +10,8 @@ import pytest
 
 from evalkit.errors import StoreError
 from evalkit.records import ServingRecord
-from evalkit.store import Store, find_baseline, history, load_run, prune_runs, save_run
+from evalkit.rows import RunFilter, RunRow
+from evalkit.store import Store, find_baseline, history, load_run, prune_runs, run_exists, run_summary, save_run
 from evalkit.store.migrations import MIGRATIONS
 from tests.factories import run_of
 
@@ -158,9 +159,38 @@ def test_history_filters_and_order(db_file: Path) -> None:
     with Store.open(db_file) as store:
         for run in runs:
             save_run(store, run, "metadata", "test")
-        rows = history(store, set_id="demo.set", limit=3)
-    assert [r["run_id"] for r in rows] == [runs[3].run_id, runs[2].run_id, runs[1].run_id]
-    assert rows[0]["set"] == "demo.set"
+        rows = history(store, RunFilter(set_id="demo.set", limit=3))
+        assert history(store, RunFilter(set_id="other.set")) == []
+        assert history(store, RunFilter(provider="fake", grader="judge")) == []
+    assert [r.run_id for r in rows] == [runs[3].run_id, runs[2].run_id, runs[1].run_id]
+    newest = rows[0]
+    assert isinstance(newest, RunRow)
+    assert (newest.set_id, newest.kind, newest.provider, newest.started_at) == (
+        "demo.set", "prompts", "fake", "2026-11-04T00:00:00+00:00"
+    )  # fmt: skip
+    assert (newest.item_count, newest.privacy, newest.accepted_at) == (4, "metadata", None)
+    # `evalkit report --format json` keeps its keys and their order (README "JSON output")
+    assert list(newest.history_dict()) == [
+        "run_id", "set", "kind", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
+        "item_count", "error_count", "started_at", "comparison_state", "regressed",
+    ]  # fmt: skip
+
+
+def test_run_summary_and_run_exists_are_typed(db_file: Path) -> None:
+    run = run_of(1, 3)
+    with Store.open(db_file) as store:
+        save_run(store, run, "redacted", "test")
+        summary = run_summary(store, run.run_id)
+        assert run_exists(store, run.run_id)
+        assert not run_exists(store, run.run_id[:-1])
+    assert isinstance(summary, RunRow)
+    assert (summary.run_id, summary.set_id, summary.privacy, summary.item_count) == (
+        run.run_id,
+        "demo.set",
+        "redacted",
+        3,
+    )
+    assert summary.pass_rate == run.pass_rate
 
 
 def test_prune_deletes_whole_runs(db_file: Path) -> None:
