@@ -669,11 +669,11 @@ def test_a_retrieval_run_the_database_refuses_is_still_reported(
 
 @pytest.mark.slow
 def test_a_retrieval_run_id_names_its_stored_start(cli: Any, ten: Search, monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalkit.pipeline.execute
     import evalkit.runner
-    import evalkit.session
     from tests.test_runner import SteppingClock
 
-    monkeypatch.setattr(evalkit.session, "datetime", SteppingClock)
+    monkeypatch.setattr(evalkit.pipeline.execute, "datetime", SteppingClock)
     monkeypatch.setattr(evalkit.runner, "datetime", SteppingClock)  # each reading a minute later
     doc = retrieval(cli).doc
     started = datetime.fromisoformat(doc["started_at"])
