@@ -1,6 +1,6 @@
 """The public Python API: load and run sets, query the history, rank models.
 
-Runs are planned and executed by ``evalkit.session`` (shared with the CLI); these functions are
+Runs are planned and executed by ``evalkit.pipeline`` (shared with the CLI); these functions are
 the small, stable surface ``import evalkit`` offers.
 """
 
@@ -15,10 +15,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.config import Config, ProviderConfig, db_path
 from evalkit.errors import EvalkitError, InputError, SchemaOutdatedError, UnknownNameError
 from evalkit.memory import collector_policy
-from evalkit.providers import default_alias
-from evalkit.records import GRADERS, AnySet, BaselineFile, PromptSet, RetrievalRunResult, RunResult
-from evalkit.rows import Flip, RankedModel, RunComparison, RunFilter, RunRow, SetSummary
-from evalkit.session import (
+from evalkit.pipeline import (
     RetrievalPlan,
     RunPlan,
     execute_plan,
@@ -27,6 +24,9 @@ from evalkit.session import (
     plan_retrieval,
     plan_run,
 )
+from evalkit.providers import default_alias
+from evalkit.records import GRADERS, AnySet, BaselineFile, PromptSet, RetrievalRunResult, RunResult
+from evalkit.rows import Flip, RankedModel, RunComparison, RunFilter, RunRow, SetSummary
 from evalkit.sets import load_config, load_set
 
 if TYPE_CHECKING:

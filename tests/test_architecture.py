@@ -5,6 +5,7 @@ only in ``evalkit.store``, and the report types the rows it is given (records be
 from __future__ import annotations
 
 import ast
+import tomllib
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -74,3 +75,29 @@ def test_the_report_types_the_rows_it_is_given() -> None:
         if name != "return" and loose(hint)
     }
     assert untyped == {}
+
+
+def explicit_any(source: str) -> list[int]:
+    """The lines that name ``Any`` (an annotation, a cast, an import)."""
+    nodes = list(ast.walk(ast.parse(source)))
+    names = [n.lineno for n in nodes if isinstance(n, ast.Name) and n.id == "Any"]
+    imports = [n.lineno for n in nodes if isinstance(n, ast.ImportFrom) and any(a.name == "Any" for a in n.names)]
+    return sorted(set(names + imports))
+
+
+def test_the_any_check_sees_an_annotation() -> None:
+    assert explicit_any("from typing import Any\ndef f(x: Any) -> None: ...\n") == [1, 2]
+    assert explicit_any("def f(x: int) -> AnySet: ...\n") == []
+
+
+def test_the_run_pipeline_is_small_typed_stage_modules() -> None:
+    """docs/architecture.md "The run pipeline": one module per stage, none over ~300 lines, no
+    ``Any`` at its seams (mypy's disallow_any_explicit holds there), session.py a re-export."""
+    stages = {p.stem: p.read_text(encoding="utf-8") for p in (REPO / "evalkit" / "pipeline").glob("*.py")}
+    assert {"plan", "execute", "baseline", "verdict", "persist"} <= stages.keys()
+    assert {name: len(s.splitlines()) for name, s in stages.items() if len(s.splitlines()) > 300} == {}
+    assert {name: explicit_any(s) for name, s in stages.items() if explicit_any(s)} == {}
+    overrides = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]["overrides"]
+    assert any(o["module"] == ["evalkit.pipeline.*"] and o.get("disallow_any_explicit") for o in overrides)
+    session = ast.parse((REPO / "evalkit" / "session.py").read_text(encoding="utf-8"))
+    assert [type(n).__name__ for n in session.body] == ["Expr", "ImportFrom", "Assign"]

@@ -367,7 +367,7 @@ def test_an_identical_rerun_of_awkward_scores_is_no_drop_at_tolerance_zero() -> 
 
 
 def test_a_baseline_from_a_file_keeps_working_exactly() -> None:
-    # What session._baseline builds from a baseline file entry: per prompt (passed, score).
+    # What pipeline.baseline.file_baseline builds from a baseline file entry: per prompt (passed, score).
     before = passes([True] * 3)
     entry = BaselineRun(
         "base", 1.0, 1.0, 3, 3, "f" * 16, source="file", file="baselines/demo.set.json",

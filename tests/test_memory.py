@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import evalkit
-from evalkit import api, memory, session
+from evalkit import api, memory
+from evalkit.pipeline import execute
 from evalkit.sets import prompts
 
 State = tuple[bool, int, tuple[int, int, int]]
@@ -31,7 +32,7 @@ def watched(isolated: Path, write_file: Any, monkeypatch: pytest.MonkeyPatch) ->
     prompt = {"id": "p0", "prompt": "Q", "assertions": [{"contains": "x"}]}
     write_file("set.yaml", f"id: gcset\nname: GC\nprompts:\n  - {json.dumps(prompt)}\n")
     seen: dict[str, list[State]] = {"load": [], "run": []}
-    build, run_all = prompts._prompt_set_issues, session._run_all
+    build, run_all = prompts._prompt_set_issues, execute._run_all
 
     def building(*args: Any, **kwargs: Any) -> Any:
         seen["load"].append(state())
@@ -42,7 +43,7 @@ def watched(isolated: Path, write_file: Any, monkeypatch: pytest.MonkeyPatch) ->
         return await run_all(*args, **kwargs)
 
     monkeypatch.setattr(prompts, "_prompt_set_issues", building)
-    monkeypatch.setattr(session, "_run_all", running)
+    monkeypatch.setattr(execute, "_run_all", running)
     before = state()
     yield seen
     assert state() == before
@@ -79,7 +80,7 @@ def test_an_api_caller_who_asks_gets_the_policy_undone_after_the_run(
         sets = api.load_prompt_sets(["set.yaml"], config)
         plan = api.plan_run(sets, config, db=None, store=False, use_cache=False)
         if fails:
-            monkeypatch.setattr(session, "asyncio", _Failing())
+            monkeypatch.setattr(execute, "asyncio", _Failing())
             with pytest.raises(RuntimeError):
                 api.execute_plan(plan)
         else:
@@ -93,7 +94,7 @@ def test_an_api_caller_who_asks_gets_the_policy_undone_after_the_run(
 
 
 class _Failing:
-    """In place of the session's asyncio: the run fails once the policy is applied."""
+    """In place of the pipeline's asyncio: the run fails once the policy is applied."""
 
     @staticmethod
     def run(coroutine: Any) -> Any:

@@ -238,18 +238,18 @@ def test_a_failing_provider_does_not_stop_the_other(
 def test_ctrl_c_between_two_stored_runs_names_the_one_kept(
     cli: Any, project: tuple[FakeServer, FakeServer], db_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalkit import session
+    from evalkit.pipeline import persist
 
-    real = session._compare_and_save
+    real = persist.keep
     saved: list[str] = []
 
-    def interrupted_second(plan: Any, store: Any, run: Any) -> Any:
+    def interrupted_second(ending: Any, store: Any, run: Any) -> Any:
         if saved:
             raise KeyboardInterrupt
         saved.append(run.run_id)
-        return real(plan, store, run)
+        return real(ending, store, run)
 
-    monkeypatch.setattr(session, "_compare_and_save", interrupted_second)
+    monkeypatch.setattr(persist, "keep", interrupted_second)
     result = cli("run", "sets/multi.yaml", *BOTH)
     assert result.exit_code == 130
     assert result.stderr.strip().splitlines()[-1] == (

@@ -669,11 +669,11 @@ def test_a_retrieval_run_the_database_refuses_is_still_reported(
 
 @pytest.mark.slow
 def test_a_retrieval_run_id_names_its_stored_start(cli: Any, ten: Search, monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalkit.pipeline.execute
     import evalkit.runner
-    import evalkit.session
     from tests.test_runner import SteppingClock
 
-    monkeypatch.setattr(evalkit.session, "datetime", SteppingClock)
+    monkeypatch.setattr(evalkit.pipeline.execute, "datetime", SteppingClock)
     monkeypatch.setattr(evalkit.runner, "datetime", SteppingClock)  # each reading a minute later
     doc = retrieval(cli).doc
     started = datetime.fromisoformat(doc["started_at"])
@@ -782,3 +782,26 @@ def test_stdlib_no_answer_questions_are_documented_misses_for_lexical(
     said = "count as misses for it"
     assert said in " ".join((REPO / "sets" / "stdlib_docs.yaml").read_text(encoding="utf-8").replace("#", "").split())
     assert said in " ".join(readme().split())
+
+
+def test_ctrl_c_while_a_retrieval_run_is_stored_says_what_was_kept(
+    cli: Any, write_file: Any, db_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failure path prompt runs take (docs/architecture.md "The run pipeline"): the
+    interrupted command says no run was stored, and none is."""
+    import evalkit.store
+
+    def pressed(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evalkit.store, "save_retrieval_run", pressed)
+    write_file("corpus.jsonl", '{"id": "a", "text": "apple pie"}\n')
+    write_file(
+        "q.yaml",
+        "id: fault.ctrlc\nname: F\ncorpus: corpus.jsonl\nquestions:\n"
+        "  - {id: q1, question: apple, form: match, expected: [a]}\n",
+    )
+    result = cli("retrieval", "q.yaml", "--retriever", "lexical")
+    assert result.exit_code == 130
+    assert result.stderr.strip().splitlines()[-1] == "Interrupted: no run of this command was stored."
+    assert stored(db_file) == [(0,)]

@@ -1,0 +1,74 @@
+"""The checked plans a run executes: what planning found, before anything is called.
+
+A plan holds every input, checked (README "Commands"): executing it cannot fail on the user's
+input, only on a provider, a retriever or the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalkit.config import Config, ProviderConfig, RetrieverConfig
+from evalkit.records import BaselineFile, ItemResult, PromptSet, QuestionSet, RetrievalTolerances
+
+if TYPE_CHECKING:
+    from evalkit.sets.corpus import Corpus
+
+Progress = Callable[[ItemResult], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One provider instance a plan runs on, and the alias sent to it."""
+
+    provider: ProviderConfig
+    alias: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """Everything a run needs, checked: nothing here has called a model or written a file."""
+
+    sets: tuple[PromptSet, ...]
+    config: Config
+    targets: tuple[Target, ...]
+    grader: str
+    judge: ProviderConfig | None
+    judge_alias: str | None
+    db: Path | None
+    use_cache: bool  # keep completions in the cache (config ``cache:``)
+    read_cache: bool  # replay cached completions (off with --no-cache)
+    concurrency: int | None  # None: each instance's max_concurrency
+    tolerance_overrides: Mapping[str, Decimal]
+    fail_on_regression: bool = False
+    repeats: int = 1
+    significance: float | None = None
+    gate_overrides: Mapping[str, Decimal] = field(default_factory=dict)  # --min-pass-rate, --min-mean-score
+    baselines: Mapping[str, BaselineFile] = field(default_factory=dict)  # set id -> its baseline file, read
+
+    @property
+    def provider(self) -> ProviderConfig:
+        return self.targets[0].provider
+
+    @property
+    def alias(self) -> str:
+        return self.targets[0].alias
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalPlan:
+    """A checked retrieval run: nothing has been called or written yet."""
+
+    question_set: QuestionSet
+    config: Config
+    retriever: RetrieverConfig
+    limit: int
+    db: Path | None
+    tolerances: RetrievalTolerances
+    corpus: Corpus | None
+    warnings: tuple[str, ...]
+    fail_on_regression: bool = False
