@@ -31,15 +31,16 @@ from bench.bench_promptfoo import write_grading_folder  # noqa: E402
 
 
 def count(folder: Path) -> dict[str, Any]:
-    from evalkit import api, runner, session
+    from evalkit import api, runner
     from evalkit.graders.deterministic import DeterministicGrader
+    from evalkit.pipeline import execute, plan
     from evalkit.providers import ProviderPool
 
     config = api.load_config(folder / "evalkit.yaml")
     sets = api.load_prompt_sets([str(folder / "set.yaml")], config)
-    plan = session.plan_run(sets, config, db=None, store=False, use_cache=False)
-    prompt_set, target = sets[0], plan.targets[0]
-    caller = runner.Caller(ProviderPool(session._lookup(plan)), None, True)
+    planned = plan.plan_run(sets, config, db=None, store=False, use_cache=False)
+    prompt_set, target = sets[0], planned.targets[0]
+    caller = runner.Caller(ProviderPool(execute._lookup(planned)), None, True)
     grader = DeterministicGrader()
 
     async def run() -> list[Any]:
