@@ -11,28 +11,11 @@ from typing import Any
 import pytest
 
 from evalkit import api
+from tests.cli.test_progress_ci import ONE, THREE, echo
 from tests.fakeserver import FakeServer, Recorded, Reply, last_user_message
-from tests.test_runner import THREE as RUNNER_THREE
-from tests.test_runner import echo as runner_echo
 from tests.test_runner import spare_llm
 
 __all__ = ["spare_llm"]  # the fixture, shared with test_runner
-
-ONE = """
-id: first.one
-name: One
-prompts:
-  - id: greet
-    prompt: Say hello.
-    assertions: [{contains: echo}]
-"""
-
-
-THREE = RUNNER_THREE.replace("id: runner.three", "id: first.three")
-
-
-def echo(model: str = "fake-model-1") -> Any:
-    return runner_echo(model)
 
 
 @pytest.fixture

@@ -9,25 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tests.cli.test_progress_ci import ONE, THREE, echo
 from tests.fakeserver import FakeServer, Recorded, Reply
-from tests.test_runner import THREE as RUNNER_THREE
-from tests.test_runner import echo as runner_echo
-
-ONE = """
-id: first.one
-name: One
-prompts:
-  - id: greet
-    prompt: Say hello.
-    assertions: [{contains: echo}]
-"""
-
-
-THREE = RUNNER_THREE.replace("id: runner.three", "id: first.three")
-
-
-def echo(model: str = "fake-model-1") -> Any:
-    return runner_echo(model)
 
 
 def test_junit_time_of_cached_items_is_zero_and_the_suite_time_is_the_wall_time(
