@@ -10,6 +10,7 @@ import pytest
 
 from evalkit.records import ServingRecord
 from evalkit.store import Store, save_run
+from tests.cli.test_progress_ci import ONE
 from tests.factories import run_of
 
 
@@ -178,15 +179,6 @@ def test_min_quality_keeps_an_instance_exactly_at_the_threshold(
 
 
 # --- without a config: the implicit local instance -------------------------------------------------
-
-ONE = """
-id: first.one
-name: One
-prompts:
-  - id: greet
-    prompt: Say hello.
-    assertions: [{contains: echo}]
-"""
 
 
 def test_models_without_a_config_ranks_the_implicit_local_instance_it_has_runs_of(

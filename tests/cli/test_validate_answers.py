@@ -8,21 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_runner import echo as runner_echo
-
-ONE = """
-id: first.one
-name: One
-prompts:
-  - id: greet
-    prompt: Say hello.
-    assertions: [{contains: echo}]
-"""
-
-
-def echo(model: str = "fake-model-1") -> Any:
-    return runner_echo(model)
-
+from tests.cli.test_progress_ci import ONE
 
 # --- validate reads the replay answers files evalkit.yaml names -------------------------------
 

@@ -10,20 +10,7 @@ import pytest
 from evalkit import api
 from evalkit.report.render import SafeConsole, render_history, render_summaries
 from evalkit.rows import RunRow
-from tests.test_runner import echo as runner_echo
-
-ONE = """
-id: first.one
-name: One
-prompts:
-  - id: greet
-    prompt: Say hello.
-    assertions: [{contains: echo}]
-"""
-
-
-def echo(model: str = "fake-model-1") -> Any:
-    return runner_echo(model)
+from tests.cli.test_progress_ci import ONE
 
 
 @pytest.fixture
