@@ -5,6 +5,7 @@ they cite exists."""
 from __future__ import annotations
 
 import re
+import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -23,11 +24,25 @@ BOLD_LEAD = re.compile(r"^\*\*(.+?)\.\*\*")  # a paragraph's lead in bold: **Sco
 
 
 def scanned_files() -> list[Path]:
-    """Every text file of the scanned folders, and pyproject.toml; this file names what it forbids."""
+    """Every text file of the scanned folders that git does not ignore, and pyproject.toml; this
+    file names what it forbids. What git ignores is not the repository's: the peers bench/README.md
+    installs (bench/node, bench/inspect-venv) hold third-party text of their own."""
     files = [REPO / "pyproject.toml"]
     for folder in SCANNED:
-        files += [p for p in sorted((REPO / folder).rglob("*")) if p.is_file() and p.suffix in SUFFIXES]
+        files += [p for p in repository_files(folder) if p.suffix in SUFFIXES]
     return [p for p in files if p.resolve() != Path(__file__).resolve() and "__pycache__" not in p.parts]
+
+
+def repository_files(folder: str) -> list[Path]:
+    """The files under ``folder``: tracked or new but not ignored in a git checkout, every file
+    elsewhere (an unpacked sdist)."""
+    if not (REPO / ".git").exists():
+        return [p for p in sorted((REPO / folder).rglob("*")) if p.is_file()]
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", folder],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return sorted(p for p in (REPO / name for name in listed.split("\0") if name) if p.is_file())
 
 
 def flattened(text: str) -> str:
