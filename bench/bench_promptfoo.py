@@ -42,7 +42,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from bench import peer_inspect  # noqa: E402
-from bench.measure import Measure, Server, compile_evalkit, measure  # noqa: E402
+from bench.measure import Measure, Server, compile_evalkit, evalkit_env, measure  # noqa: E402
 
 PROMPTFOO = BENCH / "node" / "node_modules" / ".bin" / "promptfoo"
 ANSWER_CHECKS = {"contains": "42", "regex": "[Aa]nswer is \\d+", "schema": {"type": "object", "required": ["answer"]}}
@@ -95,11 +95,13 @@ def promptfoo_suite(folder: Path, n: int, url: str, prompt: str, max_tokens: int
     return path
 
 
-def run_evalkit(folder: Path, concurrency: int) -> tuple[Measure, dict[str, object]]:
+def run_evalkit(folder: Path, concurrency: int, checkout: Path | None = None) -> tuple[Measure, dict[str, object]]:
+    for stale in folder.glob("evalkit.duckdb*"):
+        stale.unlink()
     result = measure(
         [sys.executable, "-m", "evalkit", "run", "set.yaml", "--no-cache", "--concurrency", str(concurrency),
          "--format", "json", "--db", str(folder / "evalkit.duckdb")],
-        cwd=folder, env={"NO_COLOR": "1"},
+        cwd=folder, env={"NO_COLOR": "1", **evalkit_env(checkout)},
     )  # fmt: skip
     if result.returncode not in (0, 1):
         raise SystemExit(f"evalkit failed: {result.stderr[-2000:]}")
@@ -127,21 +129,25 @@ def run_promptfoo(folder: Path, config: Path, concurrency: int) -> tuple[Measure
 
 def scenario(
     name: str, *, n: int, url: str, concurrency: int, latency_s: float | None, tools: tuple[str, ...],
-    prompt: str = "Question number {i}: what is the answer?", max_tokens: int = 32,
+    prompt: str = "Question number {i}: what is the answer?", max_tokens: int = 32, before: Path | None = None,
 ) -> list[dict[str, object]]:  # fmt: skip
-    """Run the suite with each of ``tools`` ("evalkit", "promptfoo") against ``url``."""
+    """Run the suite with each of ``tools`` ("evalkit", "promptfoo") against ``url``; with
+    ``before`` (another checkout of evalkit), evalkit again from there, right after."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
         folder = Path(tmp)
         if "evalkit" in tools:
             evalkit_suite(folder, f"bench.{name}", n, url, concurrency, prompt, max_tokens)
-            measured, doc = run_evalkit(folder, concurrency)
-            run_s = (
-                datetime.fromisoformat(str(doc["finished_at"])).timestamp()
-                - datetime.fromisoformat(str(doc["started_at"])).timestamp()
-            )
-            note = f"pass rate {doc['pass_rate']:.3f}"
-            rows.append(_row(name, "evalkit", n, concurrency, latency_s, measured, note, run_s))
+            for tool, checkout in (("evalkit", None), ("evalkit before", before)):
+                if tool == "evalkit before" and before is None:
+                    continue
+                measured, doc = run_evalkit(folder, concurrency, checkout)
+                run_s = (
+                    datetime.fromisoformat(str(doc["finished_at"])).timestamp()
+                    - datetime.fromisoformat(str(doc["started_at"])).timestamp()
+                )
+                note = f"pass rate {doc['pass_rate']:.3f}"
+                rows.append(_row(name, tool, n, concurrency, latency_s, measured, note, run_s))
         if "promptfoo" in tools:
             config = promptfoo_suite(folder, n, url, prompt, max_tokens)
             measured, pf_stats = run_promptfoo(folder, config, concurrency)
@@ -260,9 +266,9 @@ def write_grading_folder(folder: Path, n: int) -> None:
     )
 
 
-def grading_throughput(n: int, folder: Path | None = None) -> dict[str, object]:
+def grading_throughput(n: int, folder: Path | None = None, checkout: Path | None = None) -> dict[str, object]:
     """The replay command over a folder written by ``write_grading_folder`` (a fresh one, or
-    ``folder`` as it is: its database is removed first)."""
+    ``folder`` as it is: its database is removed first); ``checkout``: evalkit from there."""
     with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
         if folder is None:
             folder = Path(tmp)
@@ -272,7 +278,7 @@ def grading_throughput(n: int, folder: Path | None = None) -> dict[str, object]:
         m = measure(
             [sys.executable, "-m", "evalkit", "run", "set.yaml", "--format", "json", "--output", "out.json",
              "--db", str(folder / "evalkit.duckdb")],
-            cwd=folder,
+            cwd=folder, env=evalkit_env(checkout),
         )  # fmt: skip
         if m.returncode != 0:
             raise SystemExit(f"grading run failed: {m.stderr[-2000:]}")
@@ -294,8 +300,15 @@ def main() -> None:
     parser.add_argument("--no-inspect", action="store_true")
     parser.add_argument("--no-model", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument(
+        "--before", type=Path, metavar="CHECKOUT",
+        help="another checkout of evalkit (git worktree add --detach DIR REV): its rows next to this one's",
+    )  # fmt: skip
     args = parser.parse_args()
     compile_evalkit()
+    before = args.before.resolve() if args.before else None
+    if before is not None:
+        compile_evalkit(before)
     smoke = args.smoke
     with_promptfoo = not (smoke or args.no_promptfoo)
     with_inspect = not (smoke or args.no_inspect)
@@ -311,10 +324,12 @@ def main() -> None:
     fast = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "0")
     slow = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "200")
     try:
-        rows += scenario("a", n=sizes["a"], url=fast.url, concurrency=16, latency_s=None, tools=tools)
-        rows += scenario("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2, tools=tools)
+        rows += scenario("a", n=sizes["a"], url=fast.url, concurrency=16, latency_s=None, tools=tools, before=before)
+        rows += scenario("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2, tools=tools, before=before)
         rows += floor_rows("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2)
-        rows += scenario("d", n=sizes["d"], url=slow.url, concurrency=64, latency_s=0.2, tools=("evalkit",))
+        rows += scenario(
+            "d", n=sizes["d"], url=slow.url, concurrency=64, latency_s=0.2, tools=("evalkit",), before=before
+        )
         rows += floor_rows("d", n=sizes["d"], url=slow.url, concurrency=64, latency_s=0.2)
     finally:
         fast.stop()
@@ -336,6 +351,8 @@ def main() -> None:
         results["startup"]["inspect --version (s)"] = round(peer_inspect.version_startup(), 3)  # type: ignore[index]
     results["validate"] = validate_many(sizes["validate"])
     results["grading"] = grading_throughput(sizes["grading"])
+    if before is not None:
+        results["grading before"] = grading_throughput(sizes["grading"], checkout=before)
     print(render(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
@@ -364,6 +381,11 @@ def render(results: dict[str, object]) -> str:
                     f"\n({name}) evalkit is {float(p['wall_s']) / float(e['wall_s']):.1f}x faster than {peer} "  # type: ignore[arg-type]
                     f"at {float(e['peak_rss_mb']) / float(p['peak_rss_mb']):.2f}x its peak memory"  # type: ignore[arg-type]
                 )
+        if "evalkit before" in by_tool:
+            lines.append(
+                f"\n({name}) evalkit is {float(e['wall_s']) / float(by_tool['evalkit before']['wall_s']):.3f}x "  # type: ignore[arg-type]
+                "evalkit before"
+            )
         for floor in ("floor: raw client + stack imports", "floor: httpx client per lane + stack imports"):
             if floor in by_tool:
                 lines.append(
@@ -375,6 +397,8 @@ def render(results: dict[str, object]) -> str:
         f"validate: {results['validate']}",
         f"grading: {results['grading']}",
     ]
+    if "grading before" in results:
+        lines.append(f"grading before: {results['grading before']}")
     return "\n".join(lines)
 
 

@@ -81,7 +81,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--before", type=Path, metavar="CHECKOUT",
+        help="another checkout of evalkit: each run of the command is followed by the same run from there",
+    )  # fmt: skip
     args = parser.parse_args()
+    before = args.before.resolve() if args.before else None
     results: dict[str, object] = {"n": args.n, "runs": [], "load": {}}
     with tempfile.TemporaryDirectory(prefix="evalkit-scale-") as tmp:
         folder = Path(tmp)
@@ -93,6 +98,10 @@ def main() -> None:
             run["calibration_loop_s"] = round(loop_s, 2)
             results["runs"].append(run)  # type: ignore[attr-defined]
             print(json.dumps(run), flush=True)
+            if before is not None:
+                then = {"checkout": str(before), **grading_throughput(args.n, folder, checkout=before)}
+                results.setdefault("runs before", []).append(then)  # type: ignore[attr-defined]
+                print(json.dumps(then), flush=True)
         for name, body in STEPS.items():
             results["load"][name] = {"calibration_loop_s": round(calibrate(), 2), **load_step(folder, body)}  # type: ignore[index]
             print(name, results["load"][name], flush=True)  # type: ignore[index]
@@ -105,6 +114,14 @@ def main() -> None:
         "whole_command_s_median": round(statistics.median(float(r["whole_command_s"]) for r in runs), 1),
         "peak_rss_mb_max": max(float(r["peak_rss_mb"]) for r in runs),
     }
+    if before is not None:
+        then_runs: list[dict[str, float]] = results["runs before"]  # type: ignore[assignment]
+        results["summary before"] = {
+            "assertions_per_s_median": round(statistics.median(float(r["assertions_per_s"]) for r in then_runs)),
+            "whole_command_s_median": round(statistics.median(float(r["whole_command_s"]) for r in then_runs), 1),
+            "peak_rss_mb_max": max(float(r["peak_rss_mb"]) for r in then_runs),
+        }
+        print("before:", json.dumps(results["summary before"]))
     print(json.dumps(results["summary"]))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

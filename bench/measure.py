@@ -40,13 +40,20 @@ def _tree_rss_kb(root: int) -> int:
     return total
 
 
-def compile_evalkit() -> None:
+def compile_evalkit(checkout: Path | None = None) -> None:
     """Write evalkit's bytecode, as ``pip install`` does for an installed package: from an
     editable checkout with PYTHONDONTWRITEBYTECODE set (as on this machine), every command
-    would otherwise recompile ~40 modules from source (~35 ms) before doing anything."""
+    would otherwise recompile ~40 modules from source (~35 ms) before doing anything.
+    ``checkout``: another checkout of evalkit (``--before``), this one by default."""
     import compileall
 
-    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "evalkit"), quiet=1)
+    compileall.compile_dir(str((checkout or Path(__file__).resolve().parents[1]) / "evalkit"), quiet=1)
+
+
+def evalkit_env(checkout: Path | None) -> dict[str, str]:
+    """The environment that runs ``python -m evalkit`` from ``checkout`` (another git worktree
+    of evalkit, for a before/after row in one run) instead of this one."""
+    return {"PYTHONPATH": str(checkout)} if checkout is not None else {}
 
 
 def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Measure:
