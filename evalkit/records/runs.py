@@ -49,6 +49,24 @@ class Aggregates:
 
 
 @record
+class Shard:
+    """Where a run stands in a sharded run (README "Larger suites: shards and batches"): shard
+    ``index`` of ``count`` in run ``group``; ``index`` None for the run ``evalkit gate`` assembled
+    from all of them."""
+
+    index: int | None
+    count: int
+    group: str
+
+    @property
+    def is_part(self) -> bool:
+        return self.index is not None
+
+    def as_dict(self) -> dict[str, int | str | None]:
+        return {"index": self.index, "count": self.count, "group": self.group}
+
+
+@record
 class RunResult:
     """A prompt run: what ran, on which generator, each item, and the aggregates.
 
@@ -79,6 +97,7 @@ class RunResult:
     repeats: int = 1
     gate: GateVerdict | None = None  # the gate verdict, once decided (evalkit.compare.gate_of)
     kind: Literal["prompts"] = "prompts"
+    shard: Shard | None = None  # a shard's part, or a run assembled from a group's shards
 
     @classmethod
     def create(cls, items: tuple[ItemResult, ...], **fields: Any) -> RunResult:

@@ -16,6 +16,7 @@ from evalkit.records import (
     ItemResult,
     RunResult,
     ServingRecord,
+    Shard,
     Tolerances,
     Usage,
     assertions_reason,
@@ -30,7 +31,7 @@ RUN_COLUMNS = (
     "reported_model", "generator_provenance", "adapter", "started_at", "finished_at", "item_count",
     "passed_count", "error_count", "pass_rate", "mean_score", "status", "comparison_state", "regressed",
     "baseline_run_id", "comparison", "tolerances", "metrics", "provenance", "input_tokens", "output_tokens",
-    "cost", "privacy", "evalkit_version", "repeats",
+    "cost", "privacy", "evalkit_version", "repeats", "shard_index", "shard_count", "run_group",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "run_id", "item_index", "item_id", "passed", "score", "reason", "error", "latency_ms", "assertions",
@@ -145,6 +146,9 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
         level,
         version,
         run.repeats,
+        run.shard.index if run.shard else None,
+        run.shard.count if run.shard else None,
+        run.shard.group if run.shard else None,
     )
 
 
@@ -231,6 +235,7 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         grader_cost=metrics.get("grader_cost"),
         repeats=row["repeats"] or 1,
         gate=GateVerdict.stored(metrics.get("gate")),
+        shard=Shard(row["shard_index"], row["shard_count"], row["run_group"]) if row["run_group"] else None,
     )
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
 
