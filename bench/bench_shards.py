@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import sys
 import tempfile
 import threading
@@ -49,6 +51,20 @@ def figures(m: Measure, what: str) -> dict[str, float]:
     if m.returncode != 0:
         raise SystemExit(f"{what} exited {m.returncode}: {m.stderr[-2000:]}")
     return {"wall_s": round(m.wall_s, 2), "peak_rss_mb": round(m.peak_rss_mb, 1)}
+
+
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of every child process waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str], cwd: Path, what: str) -> dict[str, float]:
+    """One command in a fresh process: its wall time, peak RSS and CPU seconds (the CPU time
+    moves far less than the wall time with the machine's load)."""
+    before = children_cpu_s()
+    result = figures(measure(command, env=ENV, cwd=cwd), what)
+    return result | {"cpu_s": round(children_cpu_s() - before, 2)}
 
 
 def evalkit(*args: str) -> list[str]:
@@ -96,30 +112,31 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="evalkit-shards-") as tmp:
             folder = Path(tmp)
             project(folder, args.prompts, server.url, args.concurrency)
+            load_before = os.getloadavg()[0]
+            cpu_before = children_cpu_s()
             wall, each = shards(folder, args.shards)
+            shards_cpu = children_cpu_s() - cpu_before
             sizes = [
                 json.loads((folder / f"shard-{i}.json").read_text())["prompt_count"] for i in range(1, args.shards + 1)
             ]
             parts = [str(folder / f"shard-{i}.duckdb") for i in range(1, args.shards + 1)]
-            merge = figures(measure(evalkit("merge", *parts, "--db", "gate.duckdb"), env=ENV, cwd=folder), "merge")
-            gate = figures(
-                measure(evalkit("gate", "--run-group", "bench", "--db", "gate.duckdb", "--format", "json",
-                                "--output", "gate.json"), env=ENV, cwd=folder),
-                "gate",
-            )  # fmt: skip
+            merge = timed(evalkit("merge", *parts, "--db", "gate.duckdb"), folder, "merge")
+            gate = timed(evalkit("gate", "--run-group", "bench", "--db", "gate.duckdb", "--format", "json",
+                                 "--output", "gate.json"), folder, "gate")  # fmt: skip
             gated = json.loads((folder / "gate.json").read_text())
             results = {
                 "prompts": args.prompts, "shards": args.shards, "latency_ms": args.latency_ms,
                 "concurrency": args.concurrency, "shard_prompts": sizes,
-                "shards_wall_s": round(wall, 2), "shard": each,
+                "load_average_at_start": round(load_before, 2),
+                "shards_wall_s": round(wall, 2), "shards_cpu_s": round(shards_cpu, 2), "shard": each,
                 "merge": merge, "gate": gate, "merge_plus_gate_s": round(merge["wall_s"] + gate["wall_s"], 2),
+                "merge_plus_gate_cpu_s": round(merge["cpu_s"] + gate["cpu_s"], 2),
                 "gated": {k: gated[k] for k in ("prompt_count", "passed_count", "error_count")}
                 | {"state": gated["comparison"]["state"]},
             }  # fmt: skip
             if args.whole:
-                whole = measure(evalkit("run", "set.yaml", "--db", "whole.duckdb", "--format", "json",
-                                        "--output", "whole.json"), env=ENV, cwd=folder)  # fmt: skip
-                results["whole_run"] = figures(whole, "the unsharded run")
+                results["whole_run"] = timed(evalkit("run", "set.yaml", "--db", "whole.duckdb", "--format", "json",
+                                                     "--output", "whole.json"), folder, "the unsharded run")  # fmt: skip
     finally:
         server.stop()
     print(json.dumps(results, indent=2))

@@ -53,7 +53,7 @@ def execute_plan(
             cache.flush()
         raise
     if plan.shard is not None:  # each run is the shard's part of its set (README "Larger suites: shards and batches")
-        runs = [as_part(run, plan.shard, plan.fingerprints) for run in runs]
+        runs = [as_part(run, plan.set_shards, plan.fingerprints) for run in runs]
     return persist(plan.db, runs, prompt_ending(plan), cache)
 
 

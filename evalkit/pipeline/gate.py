@@ -1,11 +1,12 @@
 """``evalkit gate``: a run group's merged shards assembled into runs, then compared, gated, stored
 and reported exactly as ``run`` does (README "Larger suites: shards and batches").
 
-Planning finds the group in the database and the sets its parts ran (the set file at the path the
-shard stored, else by id), and checks the gate options as ``run`` does: a mistake is exit 2 with
-nothing stored. Gating loads the parts, refuses an incomplete or inconsistent group (exit 3,
-naming every gap; nothing gated, nothing stored), assembles each (set, instance, alias) into one
-run and hands the runs to the same verdict and persist stages as ``run`` (``finish``). The
+Planning finds the group in the database and checks the gate options as ``run`` does: a mistake
+is exit 2 with nothing stored. Gating loads the parts, refuses an incomplete or inconsistent group
+(exit 3, naming every gap; nothing gated, nothing stored), assembles each (set, instance, alias)
+into one run and hands the runs to the same verdict and persist stages as ``run`` (``finish``),
+gated by the set's own minimums and critical prompts as its parts kept them: no set file is read,
+which at 20,000 prompts would cost more than the rest of the gate (bench/README.md). The
 assembled run's id is derived from the group, so gating twice stores it once and says the same.
 """
 
@@ -17,16 +18,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalkit.compare import gate_of
 from evalkit.config import Config, db_path
 from evalkit.errors import InputError, ShardsIncomplete
-from evalkit.pipeline.assembly import Parts, assemble, problems
+from evalkit.pipeline.assembly import Parts, assemble, problems, set_gate
 from evalkit.pipeline.persist import persist
 from evalkit.pipeline.plan import check_significance, read_baselines
 from evalkit.pipeline.plans import RunPlan
 from evalkit.pipeline.shards import run_group
 from evalkit.pipeline.verdict import Ending, compare_prompt_run, prompt_ending
-from evalkit.records import Comparison, PromptSet, RunResult, Tolerances
-from evalkit.runner import set_fingerprint
+from evalkit.records import Comparison, Gate, RunResult, Tolerances
 
 if TYPE_CHECKING:
     from evalkit.store import ShardPart, Store
@@ -69,9 +70,8 @@ def plan_gate(
                 f"{path}: no shard of run group '{name}' ({held}); merge the shards' databases "
                 "(evalkit merge shard-*.duckdb) or give --run-group"
             )
-    sets = _sets(parts, config)
     plan = RunPlan(
-        sets=tuple(sets),
+        sets=(),
         config=config,
         targets=(),
         grader="deterministic",
@@ -85,29 +85,9 @@ def plan_gate(
         fail_on_regression=fail_on_regression,
         significance=significance,
         gate_overrides=dict(gate_overrides or {}),
-        baselines=read_baselines(sets, config, baselines),
+        baselines=read_baselines(sorted({p.set_id for p in parts}), config, baselines),
     )
     return GatePlan(name, tuple(parts), plan)
-
-
-def _sets(parts: Sequence[ShardPart], config: Config) -> list[PromptSet]:
-    """Each set the parts ran: the file at the stored path when it is here, else by id."""
-    from evalkit.sets import resolve_sets
-
-    found: dict[str, PromptSet] = {}
-    for part in parts:
-        if part.set_id in found:
-            continue
-        stored = Path(part.set_path) if part.set_path else None
-        target = str(stored) if stored is not None and stored.is_file() else part.set_id
-        loaded = [s for s in resolve_sets([target], config.set_dirs) if isinstance(s, PromptSet)]
-        if len(loaded) != 1 or loaded[0].id != part.set_id:
-            raise InputError(
-                f"set '{part.set_id}' of the shards is not here ({target}); gate in a checkout of the commit "
-                "the shards ran, or add its folder to sets: in evalkit.yaml"
-            )
-        found[part.set_id] = loaded[0]
-    return list(found.values())
 
 
 def gate_group(gate: GatePlan) -> list[RunResult]:
@@ -116,23 +96,33 @@ def gate_group(gate: GatePlan) -> list[RunResult]:
 
     plan = gate.plan
     assert plan.db is not None
-    wholes = {s.id: s for s in plan.sets}
     grouped: dict[tuple[str, str, str], list[RunResult]] = {}
     with Store.open(plan.db) as store:
         for part in gate.parts:
             grouped.setdefault((part.set_id, part.provider, part.model), []).append(load_run(store, part.run_id)[0])
-    all_parts = [
-        Parts(wholes[set_id], set_fingerprint(wholes[set_id]), provider, model, tuple(runs))
-        for (set_id, provider, model), runs in grouped.items()
-    ]
+    all_parts = [Parts(set_id, provider, model, tuple(runs)) for (set_id, provider, model), runs in grouped.items()]
     found = [f"{parts.name}: {'; '.join(p)}" for parts in all_parts if (p := problems(parts))]
     if found:
         raise ShardsIncomplete(
             f"run group {gate.group} is incomplete, so nothing was gated: {' | '.join(found)}; merge every shard's "
             f"database (evalkit merge shard-*.duckdb) and gate again, or rerun a shard with --run-group {gate.group}"
         )
-    runs = [assemble(parts, gate.group, _tolerances(parts.whole, plan.tolerance_overrides)) for parts in all_parts]
-    return finish(plan, runs)
+    runs, gates = [], {}
+    for parts in all_parts:
+        run = assemble(parts, gate.group, _tolerances(parts.runs[0].tolerances, plan.tolerance_overrides))
+        runs.append(run)
+        gates[run.run_id] = set_gate(parts)
+    ending = replace(prompt_ending(plan), gate=lambda run: _gated(plan, run, *gates[run.run_id]))
+    return persist(plan.db, runs, stored_once(ending, plan))
+
+
+def _gated(plan: RunPlan, run: RunResult, own: Gate, critical: list[str]) -> RunResult:
+    """The assembled run gated as ``run`` gates a run of its set (``verdict.gated``)."""
+    minimums = Gate(
+        min_pass_rate=plan.gate_overrides.get("min_pass_rate", own.min_pass_rate),
+        min_mean_score=plan.gate_overrides.get("min_mean_score", own.min_mean_score),
+    )
+    return replace(run, gate=gate_of(run, plan.fail_on_regression, minimums, critical))
 
 
 def finish(plan: RunPlan, runs: Sequence[RunResult]) -> list[RunResult]:
@@ -161,9 +151,8 @@ def stored_once(ending: Ending[RunResult], plan: RunPlan) -> Ending[RunResult]:
     return replace(ending, compare=compare, save=save)
 
 
-def _tolerances(prompt_set: PromptSet, overrides: Mapping[str, Decimal]) -> Tolerances:
-    base = prompt_set.tolerances
+def _tolerances(stored: Tolerances, overrides: Mapping[str, Decimal]) -> Tolerances:
     return Tolerances(
-        max_pass_rate_drop=overrides.get("max_pass_rate_drop", base.max_pass_rate_drop),
-        max_mean_score_drop=overrides.get("max_mean_score_drop", base.max_mean_score_drop),
+        max_pass_rate_drop=overrides.get("max_pass_rate_drop", stored.max_pass_rate_drop),
+        max_mean_score_drop=overrides.get("max_mean_score_drop", stored.max_mean_score_drop),
     )

@@ -74,7 +74,7 @@ def plan_run(
         raise InputError(f"--concurrency must be at least 1, got {concurrency}")
     check_significance(significance)
     judge_config = _judge(config, grader, judge)
-    baseline_files = read_baselines(sets, config, baselines)
+    baseline_files = read_baselines([s.id for s in sets], config, baselines)
     return RunPlan(
         sets=tuple(sets),
         config=config,
@@ -94,6 +94,7 @@ def plan_run(
         baselines=baseline_files,
         shard=sharded.shard if sharded else None,
         fingerprints=sharded.fingerprints if sharded else {},
+        set_shards=sharded.shards if sharded else {},
     )
 
 
@@ -122,23 +123,19 @@ def check_significance(significance: float | None) -> None:
         raise InputError(f"--significance: must be a number between 0 and 1 (exclusive), got {significance!r}")
 
 
-def read_baselines(sets: Sequence[PromptSet], config: Config, baselines: str | Path | None) -> dict[str, BaselineFile]:
-    """The sets' baseline files in ``--baselines DIR``, else the configured folder."""
-    if baselines is not None and not Path(baselines).is_dir():
-        raise InputError(f"--baselines {baselines}: no such folder; check the path (evalkit baseline accept writes it)")
-    return _baseline_files(sets, Path(baselines) if baselines else config.baselines_dir)
-
-
-def _baseline_files(sets: Sequence[PromptSet], folder: Path) -> dict[str, BaselineFile]:
-    """Each set's baseline file that exists, read and checked: a malformed one is exit 2 before
-    anything is called."""
+def read_baselines(set_ids: Sequence[str], config: Config, baselines: str | Path | None) -> dict[str, BaselineFile]:
+    """Each set's baseline file that exists, in ``--baselines DIR`` else the configured folder, read
+    and checked: a malformed one is exit 2 before anything is called."""
     from evalkit.sets.baselinefile import baseline_path, load_baseline_file
 
+    if baselines is not None and not Path(baselines).is_dir():
+        raise InputError(f"--baselines {baselines}: no such folder; check the path (evalkit baseline accept writes it)")
+    folder = Path(baselines) if baselines else config.baselines_dir
     found = {}
-    for prompt_set in sets:
-        loaded = load_baseline_file(baseline_path(folder, prompt_set.id))
+    for set_id in set_ids:
+        loaded = load_baseline_file(baseline_path(folder, set_id))
         if loaded is not None:
-            found[prompt_set.id] = loaded
+            found[set_id] = loaded
     return found
 
 

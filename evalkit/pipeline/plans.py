@@ -51,6 +51,7 @@ class RunPlan:
     baselines: Mapping[str, BaselineFile] = field(default_factory=dict)  # set id -> its baseline file, read
     shard: Shard | None = None  # run --shard: ``sets`` hold this shard's part of each set
     fingerprints: Mapping[str, str] = field(default_factory=dict)  # with a shard: each whole set's fingerprint
+    set_shards: Mapping[str, Shard] = field(default_factory=dict)  # with a shard: each set's part, with its facts
 
     @property
     def provider(self) -> ProviderConfig:

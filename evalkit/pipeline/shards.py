@@ -70,11 +70,13 @@ def run_group(given: str | None, command: str, environ: Mapping[str, str] | None
 
 @dataclass(frozen=True, slots=True)
 class ShardPlan:
-    """A shard run's part of each set, and each whole set's fingerprint (what the part belongs to)."""
+    """A shard run's part of each set, and what each part keeps of its whole set: the set's
+    fingerprint, and its shard with the set's prompt count, positions, critical prompts and gate."""
 
     shard: Shard
     parts: tuple[PromptSet, ...]
     fingerprints: Mapping[str, str]
+    shards: Mapping[str, Shard]  # by set id
 
 
 def plan_shard(
@@ -95,8 +97,20 @@ def plan_shard(
             "--shard with privacy: none: evalkit gate assembles the shards from their per-prompt outcomes, which "
             "privacy none does not keep; use privacy: metadata (ids, verdicts and scores, no text)"
         )
-    parts = tuple(replace(s, prompts=tuple(p for p in s.prompts if shard_of(s.id, p.id, count) == index)) for s in sets)
-    return ShardPlan(Shard(index, count, run_group(group, "--shard")), parts, {s.id: set_fingerprint(s) for s in sets})
+    common = Shard(index, count, run_group(group, "--shard"))
+    parts, shards = [], {}
+    for whole in sets:
+        positions = tuple(i for i, p in enumerate(whole.prompts) if shard_of(whole.id, p.id, count) == index)
+        prompts = tuple(whole.prompts[i] for i in positions)
+        parts.append(replace(whole, prompts=prompts))
+        shards[whole.id] = replace(
+            common,
+            set_prompts=len(whole.prompts),
+            positions=positions,
+            critical=tuple(p.id for p in prompts if p.critical),
+            minimums=whole.gate,
+        )
+    return ShardPlan(common, tuple(parts), {s.id: set_fingerprint(s) for s in sets}, shards)
 
 
 def refused_options(
@@ -118,9 +132,9 @@ def refused_options(
     return [option for option, given in named if given]
 
 
-def as_part(run: RunResult, shard: Shard, fingerprints: Mapping[str, str]) -> RunResult:
+def as_part(run: RunResult, shards: Mapping[str, Shard], fingerprints: Mapping[str, str]) -> RunResult:
     """A run of a set's part as the shard it is: the whole set's fingerprint, and its shard."""
-    return replace(run, set_fingerprint=fingerprints[run.set_id], shard=shard)
+    return replace(run, set_fingerprint=fingerprints[run.set_id], shard=shards[run.set_id])
 
 
 def part_comparison(shard: Shard) -> Comparison:

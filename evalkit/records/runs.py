@@ -12,7 +12,7 @@ from evalkit.records.base import record
 from evalkit.records.calls import ServingRecord, Usage
 from evalkit.records.comparisons import Comparison
 from evalkit.records.grades import ItemResult
-from evalkit.records.sets import RetrievalTolerances, Tolerances
+from evalkit.records.sets import Gate, RetrievalTolerances, Tolerances
 from evalkit.verdicts import GateVerdict
 
 
@@ -57,6 +57,11 @@ class Shard:
     index: int | None
     count: int
     group: str
+    # a part's facts of its whole set, so evalkit gate needs no set file to assemble and gate it
+    set_prompts: int = 0  # the whole set's prompt count
+    positions: tuple[int, ...] = ()  # each of the part's prompts' position in the whole set
+    critical: tuple[str, ...] = ()  # the part's critical prompts
+    minimums: Gate = Gate()  # the set's own gate: minimums
 
     @property
     def is_part(self) -> bool:
