@@ -12,7 +12,8 @@ into its own database (privacy ``metadata``, the default). Then, each a whole co
 process as the final CI job runs it: ``evalkit merge`` of the S databases into an empty one, and
 ``evalkit gate`` of the group (JSON report to a file). Wall time and the peak RSS of each
 process tree; with ``--whole`` (the default) the same prompts in one unsharded ``evalkit run``
-for comparison. On a 2-core machine the S processes share two cores, so the shards' wall clock
+for comparison. The final job runs ``--gate-rounds`` times (the best is kept: the machine's load
+only ever adds time). On a 2-core machine the S processes share two cores, so the shards' wall clock
 here says what evalkit costs per prompt, not what S runners would take.
 """
 
@@ -97,6 +98,15 @@ def shards(folder: Path, count: int) -> tuple[float, list[dict[str, float]]]:
     return wall, [figures(m, f"shard {i}") for i, m in enumerate(results, 1) if m is not None]
 
 
+def final_job(folder: Path, parts: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """The final CI job on a fresh database: the merge of every shard's database, then the gate."""
+    (folder / "gate.duckdb").unlink(missing_ok=True)
+    merge = timed(evalkit("merge", *parts, "--db", "gate.duckdb"), folder, "merge")
+    gate = timed(evalkit("gate", "--run-group", "bench", "--db", "gate.duckdb", "--format", "json",
+                         "--output", "gate.json"), folder, "gate")  # fmt: skip
+    return merge, gate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompts", type=int, default=20_000)
@@ -104,6 +114,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--whole", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--gate-rounds", type=int, default=3, help="merge + gate this many times; the best is kept")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     compile_evalkit()
@@ -120,9 +131,8 @@ def main() -> None:
                 json.loads((folder / f"shard-{i}.json").read_text())["prompt_count"] for i in range(1, args.shards + 1)
             ]
             parts = [str(folder / f"shard-{i}.duckdb") for i in range(1, args.shards + 1)]
-            merge = timed(evalkit("merge", *parts, "--db", "gate.duckdb"), folder, "merge")
-            gate = timed(evalkit("gate", "--run-group", "bench", "--db", "gate.duckdb", "--format", "json",
-                                 "--output", "gate.json"), folder, "gate")  # fmt: skip
+            rounds = [final_job(folder, parts) for _ in range(args.gate_rounds)]
+            merge, gate = min(rounds, key=lambda r: r[0]["wall_s"] + r[1]["wall_s"])
             gated = json.loads((folder / "gate.json").read_text())
             results = {
                 "prompts": args.prompts, "shards": args.shards, "latency_ms": args.latency_ms,
@@ -131,6 +141,7 @@ def main() -> None:
                 "shards_wall_s": round(wall, 2), "shards_cpu_s": round(shards_cpu, 2), "shard": each,
                 "merge": merge, "gate": gate, "merge_plus_gate_s": round(merge["wall_s"] + gate["wall_s"], 2),
                 "merge_plus_gate_cpu_s": round(merge["cpu_s"] + gate["cpu_s"], 2),
+                "merge_plus_gate_s_rounds": [round(m["wall_s"] + g["wall_s"], 2) for m, g in rounds],
                 "gated": {k: gated[k] for k in ("prompt_count", "passed_count", "error_count")}
                 | {"state": gated["comparison"]["state"]},
             }  # fmt: skip

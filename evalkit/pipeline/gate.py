@@ -12,7 +12,7 @@ assembled run's id is derived from the group, so gating twice stores it once and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -112,8 +112,7 @@ def gate_group(gate: GatePlan) -> list[RunResult]:
         run = assemble(parts, gate.group, _tolerances(parts.runs[0].tolerances, plan.tolerance_overrides))
         runs.append(run)
         gates[run.run_id] = set_gate(parts)
-    ending = replace(prompt_ending(plan), gate=lambda run: _gated(plan, run, *gates[run.run_id]))
-    return persist(plan.db, runs, stored_once(ending, plan))
+    return finish(plan, runs, gate=lambda run: _gated(plan, run, *gates[run.run_id]))
 
 
 def _gated(plan: RunPlan, run: RunResult, own: Gate, critical: list[str]) -> RunResult:
@@ -125,11 +124,17 @@ def _gated(plan: RunPlan, run: RunResult, own: Gate, critical: list[str]) -> Run
     return replace(run, gate=gate_of(run, plan.fail_on_regression, minimums, critical))
 
 
-def finish(plan: RunPlan, runs: Sequence[RunResult]) -> list[RunResult]:
+def finish(
+    plan: RunPlan, runs: Sequence[RunResult], gate: Callable[[RunResult], RunResult] | None = None
+) -> list[RunResult]:
     """Runs carried out elsewhere (assembled shards; a collected batch) compared, gated, stored
-    and returned for the report exactly as ``run`` does; a run already stored (the same id) is
-    not stored again and keeps the comparison it was stored with."""
-    return persist(plan.db, runs, stored_once(prompt_ending(plan), plan))
+    and returned for the report exactly as ``run`` does (``gate``: instead of the gate of the
+    plan's sets, for runs whose sets the plan does not hold); a run already stored (the same id)
+    is not stored again and keeps the comparison it was stored with."""
+    ending = prompt_ending(plan)
+    if gate is not None:
+        ending = replace(ending, gate=gate)
+    return persist(plan.db, runs, stored_once(ending, plan))
 
 
 def stored_once(ending: Ending[RunResult], plan: RunPlan) -> Ending[RunResult]:
