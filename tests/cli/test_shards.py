@@ -293,3 +293,13 @@ def test_several_sets_gate_as_an_array(cli: Any, project: FakeServer, isolated: 
     assert code == 0
     assert sorted(d["set"] for d in doc) == ["shards.other", SET_ID]
     assert all(d["prompt_count"] == PROMPTS for d in doc)
+
+
+def test_repeated_samples_are_assembled_per_prompt(cli: Any, project: FakeServer) -> None:
+    for index in (1, 2):
+        code, _, err = shard(cli, f"{index}/2", "--repeat", "2")
+        assert code == 0, err
+    code, doc, err = gate(cli, "--run-group", "g1")
+    assert code == 0, err
+    assert (doc["prompt_count"], doc["sample_count"], doc["repeats"]) == (PROMPTS, 2 * PROMPTS, 2)
+    assert [(item["id"], item["repeat"]) for item in doc["items"][:4]] == [("q0", 0), ("q0", 1), ("q1", 0), ("q1", 1)]
