@@ -16,11 +16,14 @@ from evalkit.config import Config, ProviderConfig, db_path
 from evalkit.errors import EvalkitError, InputError, SchemaOutdatedError, UnknownNameError
 from evalkit.memory import collector_policy
 from evalkit.pipeline import (
+    GatePlan,
     RetrievalPlan,
     RunPlan,
     execute_plan,
     execute_retrieval,
+    gate_group,
     load_prompt_sets,
+    plan_gate,
     plan_retrieval,
     plan_run,
 )
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Flip",
+    "GatePlan",
     "RankedModel",
     "RetrievalPlan",
     "RunComparison",
@@ -47,10 +51,12 @@ __all__ = [
     "compare_runs",
     "execute_plan",
     "execute_retrieval",
+    "gate_group",
     "history",
     "load_config",
     "load_prompt_sets",
     "load_set",
+    "plan_gate",
     "plan_retrieval",
     "plan_run",
     "rank_models",

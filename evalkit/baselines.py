@@ -95,6 +95,11 @@ def accept_runs(
 def _acceptable(run: RunResult, meta: dict[str, Any]) -> RunResult:
     if meta.get("kind") != "prompts":
         raise InputError(f"run {run.run_id} is a retrieval run; baselines are kept for prompt runs")
+    if run.shard is not None and run.shard.is_part:  # README "Larger suites: shards and batches"
+        raise InputError(
+            f"run {run.run_id} ({run.set_id}) is shard {run.shard.index}/{run.shard.count} of run group "
+            f"{run.shard.group}, not a whole run; accept the run evalkit gate assembled from the group"
+        )
     reason = not_comparable_reason(run)
     if reason is not None:
         raise InputError(f"run {run.run_id} ({run.set_id}) cannot be a baseline: {reason}; accept another run")

@@ -13,6 +13,7 @@ and exits with the class's ``exit_code``. Anything else is a bug and keeps its t
         │   └── ProviderRefused   the endpoint refused us (auth, unknown model): the run aborts
         ├── RetrieverError        a retriever call failed
         ├── ModelMissingError     the local model file or its runtime is not installed
+        ├── ShardsIncomplete      evalkit gate: a run group's shards are missing, doubled or inconsistent
         └── StoreError            the database could not be opened, locked too long, or failed
             ├── SchemaOutdatedError  read-only open of an older schema
             └── RunsNotStored     runs were carried out, then could not be stored: still reported
@@ -122,6 +123,10 @@ class RetrieverError(RunError):
 
 class ModelMissingError(RunError):
     """The local model file or its runtime is not installed."""
+
+
+class ShardsIncomplete(RunError):
+    """``evalkit gate`` found a run group incomplete or inconsistent: nothing was gated."""
 
 
 class StoreError(RunError):

@@ -23,6 +23,7 @@ class ComparisonState(StrEnum):
     NOT_COMPARED = "not_compared"  # a prompt run that could not be compared
     MISMATCH = "mismatch"  # a retrieval run whose benchmark changed since the previous run
     UNKNOWN = "unknown"  # a retrieval run whose comparison could not be decided
+    SHARD = "shard"  # one shard's part of a run: compared and gated once assembled (evalkit gate)
 
     @classmethod
     def read(cls, stored: object) -> ComparisonState | None:

@@ -92,3 +92,10 @@ def test_apps_bench_smoke() -> None:
     assert '"http_vs_openai"' in out
     assert "python adapter, sync function:" in out
     assert "python adapter, async function:" in out
+
+
+@pytest.mark.slow
+def test_shards_bench_smoke() -> None:
+    out = run("bench/bench_shards.py", "--prompts", "60", "--shards", "3", "--no-whole")
+    assert '"merge_plus_gate_s"' in out
+    assert '"prompt_count": 60' in out

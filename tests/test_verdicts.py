@@ -29,7 +29,9 @@ from tests.factories import run_of
 
 
 def test_the_states_serialise_to_the_strings_the_json_always_had() -> None:
-    assert [s.value for s in ComparisonState] == ["baseline", "compared", "not_compared", "mismatch", "unknown"]
+    assert [s.value for s in ComparisonState] == [
+        "baseline", "compared", "not_compared", "mismatch", "unknown", "shard",
+    ]  # fmt: skip
     assert json.dumps(Comparison(ComparisonState.MISMATCH, "r").as_dict()["state"]) == '"mismatch"'
     assert [b.value for b in GateBasis] == ["significant", "undecided", "untested"]
 
@@ -42,6 +44,7 @@ def test_the_states_serialise_to_the_strings_the_json_always_had() -> None:
         (ComparisonState.NOT_COMPARED, False, False, False),
         (ComparisonState.MISMATCH, False, False, False),
         (ComparisonState.UNKNOWN, False, False, False),
+        (ComparisonState.SHARD, False, False, False),
     ],
 )
 def test_each_state_answers_its_predicates(

@@ -110,8 +110,10 @@ def cli() -> None:
 
 def _register() -> None:
     from evalkit.cli import baseline, cache, compare, history, importer, init, models, retrieval, run, team, validate
+    from evalkit.cli import gate as gating
 
-    for module in (run, retrieval, validate, history, compare, models, init, baseline, cache, importer, team):
+    modules = (run, retrieval, validate, history, compare, models, init, baseline, cache, importer, team, gating)
+    for module in modules:
         for command in module.COMMANDS:
             cli.add_command(command)
     _whole_summaries(cli)

@@ -21,8 +21,9 @@ from evalkit.cli.options import (
     stdout_console,
     tolerance_overrides,
 )
-from evalkit.errors import RunsNotStored
+from evalkit.errors import InputError, RunsNotStored
 from evalkit.memory import loading
+from evalkit.pipeline.shards import GATE_POINTER
 from evalkit.report.text import printable
 
 if TYPE_CHECKING:
@@ -68,6 +69,14 @@ if TYPE_CHECKING:
     help="With --fail-on-regression, a drop beyond the tolerance fails when the paired test finds it significant at "
     "ALPHA, or cannot decide (too few changed items: the tolerance verdict stands).",
 )  # fmt: skip
+@click.option(
+    "--shard", metavar="I/N",
+    help="Run only shard I of N (a stable split by prompt); evalkit gate compares and gates the merged shards.",
+)  # fmt: skip
+@click.option(
+    "--run-group", metavar="ID",
+    help="The sharded run's group (default: $GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT, else $CI_PIPELINE_ID).",
+)  # fmt: skip
 @db_option
 @config_option
 @format_option("table", "json", "markdown")
@@ -97,6 +106,8 @@ def run_command(
     no_cache: bool,
     repeats: int,
     significance: float | None,
+    shard: str | None,
+    run_group: str | None,
     db: str | None,
     config: str | None,
     fmt: str,
@@ -111,6 +122,8 @@ def run_command(
     overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
     minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
     outputs = Outputs(fmt, output, junit, markdown)
+    if shard is not None and html_file:
+        raise InputError(f"--html with --shard: {GATE_POINTER}; give --html to evalkit gate instead")
     check_writable(output, junit, markdown, html_file)
     grader_name = api.resolve_grader_name(grader, strict=True)
     with loading():  # the CLI's collector policy: evalkit/memory.py
@@ -120,7 +133,7 @@ def run_command(
             sets, cfg, provider=providers or None, model=model, grader=grader_name, judge=judge, db=db,
             use_cache=not no_cache, concurrency=concurrency, tolerance_overrides=overrides,
             fail_on_regression=fail_on_regression, repeats=repeats, significance=significance,
-            gate_overrides=minimums, baselines=baselines,
+            gate_overrides=minimums, baselines=baselines, shard=shard, run_group=run_group,
         )  # fmt: skip
     announce(plan)
     note_concurrency(plan)

@@ -18,6 +18,7 @@ from evalkit.memory import running
 from evalkit.pipeline.persist import interrupted, persist
 from evalkit.pipeline.plan import fallback_chain
 from evalkit.pipeline.plans import Progress, RetrievalPlan, RunPlan
+from evalkit.pipeline.shards import as_part
 from evalkit.pipeline.verdict import prompt_ending, retrieval_ending
 from evalkit.protocols import Grader
 from evalkit.providers import ProviderPool, caches_answers, default_alias, endpoint_identity
@@ -67,6 +68,8 @@ def execute_plan(
         if cache is not None:
             cache.flush()
         raise
+    if plan.shard is not None:  # each run is the shard's part of its set (README "Larger suites: shards and batches")
+        runs = [as_part(run, plan.set_shards, plan.fingerprints) for run in runs]
     return persist(plan.db, runs, prompt_ending(plan), cache)
 
 

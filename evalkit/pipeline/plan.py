@@ -14,6 +14,7 @@ from pathlib import Path
 from evalkit.config import Config, ProviderConfig, choose_provider, db_path
 from evalkit.errors import InputError
 from evalkit.pipeline.plans import RetrievalPlan, RunPlan, Target
+from evalkit.pipeline.shards import plan_shard, refused_options
 from evalkit.providers import check_provider, default_alias
 from evalkit.records import BaselineFile, PromptSet, QuestionSet, RetrievalTolerances
 from evalkit.sets import resolve_sets
@@ -38,7 +39,21 @@ def plan_run(
     significance: float | None = None,
     gate_overrides: Mapping[str, Decimal] | None = None,
     baselines: str | Path | None = None,
+    shard: str | None = None,
+    run_group: str | None = None,
 ) -> RunPlan:
+    """Every input checked into a plan; ``shard`` (``I/N``) plans that shard's part of each set
+    (README "Larger suites: shards and batches")."""
+    sharded = None
+    if shard is not None:
+        refused = refused_options(
+            fail_on_regression=fail_on_regression, significance=significance, gate_overrides=gate_overrides,
+            tolerance_overrides=tolerance_overrides, baselines=baselines,
+        )  # fmt: skip
+        sharded = plan_shard(sets, config, shard, run_group, refused)
+        sets = sharded.parts
+    elif run_group is not None:
+        raise InputError("--run-group names the group of a sharded run: give it with --shard I/N")
     requested = [provider] if isinstance(provider, str) or provider is None else list(dict.fromkeys(provider))
     if len(requested) > 1 and model:
         raise InputError("--model applies to one provider instance; give each instance its model: in evalkit.yaml")
@@ -57,12 +72,9 @@ def plan_run(
         raise InputError("--repeat must be at least 1")
     if concurrency is not None and concurrency < 1:  # the command line's IntRange, for API callers
         raise InputError(f"--concurrency must be at least 1, got {concurrency}")
-    if significance is not None and not 0 < significance < 1:
-        raise InputError(f"--significance: must be a number between 0 and 1 (exclusive), got {significance!r}")
+    check_significance(significance)
     judge_config = _judge(config, grader, judge)
-    if baselines is not None and not Path(baselines).is_dir():
-        raise InputError(f"--baselines {baselines}: no such folder; check the path (evalkit baseline accept writes it)")
-    baseline_files = _baseline_files(sets, Path(baselines) if baselines else config.baselines_dir)
+    baseline_files = read_baselines([s.id for s in sets], config, baselines)
     return RunPlan(
         sets=tuple(sets),
         config=config,
@@ -80,6 +92,9 @@ def plan_run(
         significance=significance,
         gate_overrides=dict(gate_overrides or {}),
         baselines=baseline_files,
+        shard=sharded.shard if sharded else None,
+        fingerprints=sharded.fingerprints if sharded else {},
+        set_shards=sharded.shards if sharded else {},
     )
 
 
@@ -103,16 +118,24 @@ def _check_priced(sets: Sequence[PromptSet], config: Config, targets: Sequence[T
                             )
 
 
-def _baseline_files(sets: Sequence[PromptSet], folder: Path) -> dict[str, BaselineFile]:
-    """Each set's baseline file that exists, read and checked: a malformed one is exit 2 before
-    anything is called."""
+def check_significance(significance: float | None) -> None:
+    if significance is not None and not 0 < significance < 1:
+        raise InputError(f"--significance: must be a number between 0 and 1 (exclusive), got {significance!r}")
+
+
+def read_baselines(set_ids: Sequence[str], config: Config, baselines: str | Path | None) -> dict[str, BaselineFile]:
+    """Each set's baseline file that exists, in ``--baselines DIR`` else the configured folder, read
+    and checked: a malformed one is exit 2 before anything is called."""
     from evalkit.sets.baselinefile import baseline_path, load_baseline_file
 
+    if baselines is not None and not Path(baselines).is_dir():
+        raise InputError(f"--baselines {baselines}: no such folder; check the path (evalkit baseline accept writes it)")
+    folder = Path(baselines) if baselines else config.baselines_dir
     found = {}
-    for prompt_set in sets:
-        loaded = load_baseline_file(baseline_path(folder, prompt_set.id))
+    for set_id in set_ids:
+        loaded = load_baseline_file(baseline_path(folder, set_id))
         if loaded is not None:
-            found[prompt_set.id] = loaded
+            found[set_id] = loaded
     return found
 
 

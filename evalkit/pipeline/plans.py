@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalkit.config import Config, ProviderConfig, RetrieverConfig
-from evalkit.records import BaselineFile, ItemResult, PromptSet, QuestionSet, RetrievalTolerances
+from evalkit.records import BaselineFile, ItemResult, PromptSet, QuestionSet, RetrievalTolerances, Shard
 
 if TYPE_CHECKING:
     from evalkit.sets.corpus import Corpus
@@ -49,6 +49,9 @@ class RunPlan:
     significance: float | None = None
     gate_overrides: Mapping[str, Decimal] = field(default_factory=dict)  # --min-pass-rate, --min-mean-score
     baselines: Mapping[str, BaselineFile] = field(default_factory=dict)  # set id -> its baseline file, read
+    shard: Shard | None = None  # run --shard: ``sets`` hold this shard's part of each set
+    fingerprints: Mapping[str, str] = field(default_factory=dict)  # with a shard: each whole set's fingerprint
+    set_shards: Mapping[str, Shard] = field(default_factory=dict)  # with a shard: each set's part, with its facts
 
     @property
     def provider(self) -> ProviderConfig:

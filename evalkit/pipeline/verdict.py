@@ -21,8 +21,9 @@ from evalkit.compare import (
 )
 from evalkit.pipeline.baseline import baseline_of, baseline_outcomes, other_baseline, previous_retrieval, scope_missing
 from evalkit.pipeline.plans import RetrievalPlan, RunPlan
+from evalkit.pipeline.shards import part_comparison
 from evalkit.records import Comparison, Gate, RetrievalRunResult, RunResult
-from evalkit.verdicts import ComparisonState
+from evalkit.verdicts import ComparisonState, GateVerdict
 
 if TYPE_CHECKING:
     from evalkit.store import Store
@@ -58,6 +59,17 @@ def prompt_ending(plan: RunPlan) -> Ending[RunResult]:
     def save(store: Store, run: RunResult) -> None:
         save_run(store, run, plan.config.privacy, __version__, run.gate)
 
+    if (
+        plan.shard is not None
+    ):  # a shard's part: never compared or gated alone (README "Larger suites: shards and batches")
+        shard = plan.shard
+        return Ending(
+            compare=lambda store, run: part_comparison(shard),
+            gate=lambda run: replace(run, gate=GateVerdict(fail_on_regression=False)),
+            save=save,
+            unstored=ComparisonState.SHARD,
+            counted=True,
+        )
     return Ending(
         compare=lambda store, run: compare_prompt_run(plan, store, run),
         gate=lambda run: gated(plan, run),

@@ -30,7 +30,15 @@ from evalkit.records.calls import (
 )
 from evalkit.records.comparisons import BaselineEntry, BaselineFile, Comparison, Flips, OtherScope, PairedTest
 from evalkit.records.grades import AssertionResult, Grade, ItemResult, assertions_reason
-from evalkit.records.runs import Aggregates, Ranking, RetrievalItem, RetrievalRunResult, RunResult, shared_generator
+from evalkit.records.runs import (
+    Aggregates,
+    Ranking,
+    RetrievalItem,
+    RetrievalRunResult,
+    RunResult,
+    Shard,
+    shared_generator,
+)
 from evalkit.records.sets import (
     GRADERS,
     SET_ID,
@@ -81,6 +89,7 @@ __all__ = [
     "RetrievalTolerances",
     "RunResult",
     "ServingRecord",
+    "Shard",
     "Tolerances",
     "ToolCall",
     "Usage",

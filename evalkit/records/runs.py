@@ -12,7 +12,7 @@ from evalkit.records.base import record
 from evalkit.records.calls import ServingRecord, Usage
 from evalkit.records.comparisons import Comparison
 from evalkit.records.grades import ItemResult
-from evalkit.records.sets import RetrievalTolerances, Tolerances
+from evalkit.records.sets import Gate, RetrievalTolerances, Tolerances
 from evalkit.verdicts import GateVerdict
 
 
@@ -49,6 +49,29 @@ class Aggregates:
 
 
 @record
+class Shard:
+    """Where a run stands in a sharded run (README "Larger suites: shards and batches"): shard
+    ``index`` of ``count`` in run ``group``; ``index`` None for the run ``evalkit gate`` assembled
+    from all of them."""
+
+    index: int | None
+    count: int
+    group: str
+    # a part's facts of its whole set, so evalkit gate needs no set file to assemble and gate it
+    set_prompts: int = 0  # the whole set's prompt count
+    positions: tuple[int, ...] = ()  # each of the part's prompts' position in the whole set
+    critical: tuple[str, ...] = ()  # the part's critical prompts
+    minimums: Gate = Gate()  # the set's own gate: minimums
+
+    @property
+    def is_part(self) -> bool:
+        return self.index is not None
+
+    def as_dict(self) -> dict[str, int | str | None]:
+        return {"index": self.index, "count": self.count, "group": self.group}
+
+
+@record
 class RunResult:
     """A prompt run: what ran, on which generator, each item, and the aggregates.
 
@@ -79,6 +102,7 @@ class RunResult:
     repeats: int = 1
     gate: GateVerdict | None = None  # the gate verdict, once decided (evalkit.compare.gate_of)
     kind: Literal["prompts"] = "prompts"
+    shard: Shard | None = None  # a shard's part, or a run assembled from a group's shards
 
     @classmethod
     def create(cls, items: tuple[ItemResult, ...], **fields: Any) -> RunResult:

@@ -20,15 +20,18 @@ from evalkit.store.queries import (
 )
 from evalkit.store.retrieval_runs import load_retrieval_run, previous_retrieval, save_retrieval_run
 from evalkit.store.runs import as_kept, load_run, resolve_run_id, run_kind, save_run
+from evalkit.store.shards import ShardPart, group_parts, run_groups
 from evalkit.store.store import Store
 
 __all__ = [
+    "ShardPart",
     "Store",
     "StoreCache",
     "as_kept",
     "clear_cache",
     "find_baseline",
     "find_other_baseline",
+    "group_parts",
     "history",
     "instance_quality",
     "item_outcomes",
@@ -42,6 +45,7 @@ __all__ = [
     "prune_runs",
     "resolve_run_id",
     "run_exists",
+    "run_groups",
     "run_kind",
     "run_summary",
     "save_retrieval_run",

@@ -123,6 +123,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         alter table cache alter column output_tokens type bigint;
         """,
     ),
+    (
+        # README "Larger suites: shards and batches": a shard's part (run --shard I/N) carries its index, the
+        # shard count and its run group; the run evalkit gate assembled from them carries the count and group
+        "m007_shards",
+        """
+        alter table runs add column shard_index integer;
+        alter table runs add column shard_count integer;
+        alter table runs add column run_group varchar;
+        """,
+    ),
 )
 
 MIGRATION_TABLE = "evalkit_migrations"

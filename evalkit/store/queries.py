@@ -22,7 +22,7 @@ def find_baseline(
         select run_id, pass_rate, mean_score, passed_count, item_count, set_fingerprint
         from runs
         where kind = 'prompts' and set_id = $1 and provider = $2 and model = $3 and reported_model = $4
-          and grader = $5 and generator_provenance is not null and error_count = 0
+          and grader = $5 and generator_provenance is not null and error_count = 0 and shard_index is null
           and (regressed is not true or accepted_at is not null)
         order by started_at desc, run_id desc
         limit 1
@@ -48,7 +48,7 @@ def find_other_baseline(
         from runs
         where kind = 'prompts' and set_id = $1 and grader = $5
           and (provider, model, reported_model) is distinct from ($2, $3, $4)
-          and generator_provenance is not null and error_count = 0
+          and generator_provenance is not null and error_count = 0 and shard_index is null
           and (regressed is not true or accepted_at is not null)
         order by started_at desc, run_id desc
         limit 1
@@ -70,7 +70,7 @@ def latest_per_scope(store: Store) -> list[str]:
             select run_id, set_id, provider, model, reported_model, grader, row_number() over (
                 partition by set_id, provider, model, reported_model, grader order by started_at desc, run_id desc
             ) as recency
-            from runs where kind = 'prompts'
+            from runs where kind = 'prompts' and shard_index is null
         )
         where recency = 1
         order by set_id, provider, model, reported_model, grader
@@ -92,15 +92,15 @@ def mark_accepted(store: Store, run_ids: list[str]) -> None:
 def history(store: Store, where: RunFilter = EVERY_RUN) -> list[RunRow]:
     """Stored runs, newest first, filtered by set, provider instance, model alias or grader."""
     conditions, params = run_filters(where)
-    sql = f"select {', '.join(RUN_COLUMNS)} from runs"
-    if conditions:
-        sql += " where " + " and ".join(conditions)
+    sql = f"select {', '.join(RUN_COLUMNS)} from runs where " + " and ".join(conditions)
     sql += " order by started_at desc, run_id desc"
     if where.limit is not None:
         params.append(where.limit)
         sql += f" limit ${len(params)}"
     return [run_row(r) for r in store.con.execute(sql, params).fetchall()]
 
+
+GRADED_RUN = "shard_index is null"  # a shard's part is graded only with the others, by evalkit gate
 
 RUN_COLUMNS = (
     "run_id", "set_id", "kind", "grader", "provider", "model", "reported_model", "pass_rate", "mean_score",
@@ -117,8 +117,9 @@ def run_row(values: Sequence[Any]) -> RunRow:
 
 
 def run_filters(where: RunFilter) -> tuple[list[str], list[Any]]:
-    """``report``'s filters as SQL conditions on runs (``column = $n``) and their parameters."""
-    conditions: list[str] = []
+    """``report``'s filters as SQL conditions on runs (``column = $n``) and their parameters; a
+    shard's part is never a run of its own in a report (README "Larger suites: shards and batches")."""
+    conditions: list[str] = [GRADED_RUN]
     params: list[Any] = []
     for column, value in where.columns().items():
         if value is not None:
@@ -134,14 +135,15 @@ def set_summaries(store: Store, trend_length: int = 12) -> list[SetSummary]:
     latest = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
     rows = store.con.execute(
         f"""
-        with ranked as (
+        with graded as (select * from runs where {GRADED_RUN}),
+        ranked as (
             select *, row_number() over (partition by set_id order by started_at desc, run_id desc) as recency
-            from runs
+            from graded
         ),
         scoped as (
             select r.set_id, r.pass_rate, r.started_at, r.run_id,
                    row_number() over (partition by r.set_id order by r.started_at desc, r.run_id desc) as recency
-            from runs r join ranked l
+            from graded r join ranked l
               on l.recency = 1 and r.set_id = l.set_id and r.provider = l.provider and r.grader = l.grader
              and r.model is not distinct from l.model and r.reported_model is not distinct from l.reported_model
         ),
@@ -149,7 +151,7 @@ def set_summaries(store: Store, trend_length: int = 12) -> list[SetSummary]:
             select set_id, list(pass_rate order by started_at, run_id) as trend
             from scoped where recency <= $1 group by set_id
         ),
-        totals as (select set_id, count(*) as total_runs from runs group by set_id)
+        totals as (select set_id, count(*) as total_runs from graded group by set_id)
         select {latest}, t.trend, o.total_runs
         from ranked r join trends t using (set_id) join totals o using (set_id)
         where r.recency = 1
@@ -184,7 +186,7 @@ def instance_quality(store: Store, provider: str, model: str) -> tuple[float | N
                    row_number() over (partition by set_id order by started_at desc, run_id desc) as recency
             from runs
             where kind = 'prompts' and grader = 'deterministic' and provider = $1 and model = $2
-              and generator_provenance is not null and error_count = 0
+              and generator_provenance is not null and error_count = 0 and shard_index is null
         )
         select round(avg(mean_score), 12), count(*) from latest where recency = 1
         """,
@@ -219,7 +221,8 @@ def run_exists(store: Store, run_id: str) -> bool:
 
 def latest_run_id(store: Store, set_id: str, provider: str) -> str | None:
     row = store.con.execute(
-        "select run_id from runs where set_id = $1 and provider = $2 order by started_at desc, run_id desc limit 1",
+        "select run_id from runs where set_id = $1 and provider = $2 and shard_index is null "
+        "order by started_at desc, run_id desc limit 1",
         [set_id, provider],
     ).fetchone()
     return str(row[0]) if row else None

@@ -13,9 +13,11 @@ from evalkit.records import (
     Aggregates,
     AssertionResult,
     Comparison,
+    Gate,
     ItemResult,
     RunResult,
     ServingRecord,
+    Shard,
     Tolerances,
     Usage,
     assertions_reason,
@@ -32,6 +34,8 @@ RUN_COLUMNS = (
     "baseline_run_id", "comparison", "tolerances", "metrics", "provenance", "input_tokens", "output_tokens",
     "cost", "privacy", "evalkit_version", "repeats",
 )  # fmt: skip
+# a prompt run's shard (README "Larger suites: shards and batches"); null for a retrieval run
+SHARD_COLUMNS = ("shard_index", "shard_count", "run_group")
 RESULT_COLUMNS = (
     "run_id", "item_index", "item_id", "passed", "score", "reason", "error", "latency_ms", "assertions",
     "prompt", "system_prompt", "response", "serving", "adapter", "input_tokens", "output_tokens", "cached",
@@ -148,6 +152,40 @@ def _run_row(run: RunResult, level: str, version: str, metrics: dict[str, Any]) 
     )
 
 
+def _part_facts(shard: Shard | None) -> dict[str, Any]:
+    """What a shard's part keeps of its whole set, for evalkit gate (README "Larger suites: shards
+    and batches"): the set's prompt count, the part's positions in it, its critical prompts, the
+    set's gate minimums (exact decimals, as text)."""
+    if shard is None or not shard.is_part:
+        return {}
+    minimums = {k: str(v) for k, v in (("min_pass_rate", shard.minimums.min_pass_rate),
+                                        ("min_mean_score", shard.minimums.min_mean_score)) if v is not None}  # fmt: skip
+    return {
+        "shard_set": {
+            "prompt_count": shard.set_prompts,
+            "positions": list(shard.positions),
+            "critical": list(shard.critical),
+            "gate": minimums,
+        }
+    }
+
+
+def _shard_of(row: dict[str, Any], metrics: dict[str, Any]) -> Shard | None:
+    if not row["run_group"]:
+        return None
+    facts = metrics.get("shard_set") or {}
+    minimums = facts.get("gate") or {}
+    return Shard(
+        row["shard_index"],
+        row["shard_count"],
+        row["run_group"],
+        set_prompts=int(facts.get("prompt_count", 0)),
+        positions=tuple(int(p) for p in facts.get("positions", ())),
+        critical=tuple(str(c) for c in facts.get("critical", ())),
+        minimums=Gate(**{k: Decimal(str(v)) for k, v in minimums.items() if k in ("min_pass_rate", "min_mean_score")}),
+    )
+
+
 def save_run(store: Store, run: RunResult, level: str, version: str, gate: GateVerdict | None = None) -> None:
     """Write the run row and its item rows in one transaction."""
     metrics = {
@@ -157,11 +195,13 @@ def save_run(store: Store, run: RunResult, level: str, version: str, gate: GateV
         "grader_input_tokens": run.grader_usage.input_tokens,
         "grader_output_tokens": run.grader_usage.output_tokens,
         "grader_cost": run.grader_cost,
+        **_part_facts(run.shard),
     }
-    run_row = _run_row(run, level, version, metrics)
+    shard = (run.shard.index, run.shard.count, run.shard.group) if run.shard else (None, None, None)
+    run_row = (*_run_row(run, level, version, metrics), *shard)
     item_rows = [_item_row(run, i, item, level) for i, item in enumerate(run.items)] if keeps_items(level) else []
     with store.transaction():
-        store.insert_columns("runs", RUN_COLUMNS, [run_row])
+        store.insert_columns("runs", (*RUN_COLUMNS, *SHARD_COLUMNS), [run_row])
         store.insert_columns("results", RESULT_COLUMNS, item_rows)
 
 
@@ -192,8 +232,9 @@ def run_kind(store: Store, run_id: str) -> tuple[str, str]:
 def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
     """A stored prompt run (items as stored under its privacy level) and its metrics."""
     full_id = resolve_run_id(store, run_id)
-    cursor = store.con.execute(f"select {', '.join(RUN_COLUMNS)} from runs where run_id = $1", [full_id])
-    row = dict(zip(RUN_COLUMNS, cursor.fetchone() or (), strict=True))
+    columns = (*RUN_COLUMNS, *SHARD_COLUMNS)
+    cursor = store.con.execute(f"select {', '.join(columns)} from runs where run_id = $1", [full_id])
+    row = dict(zip(columns, cursor.fetchone() or (), strict=True))
     items_cursor = store.con.execute(
         f"select {', '.join(RESULT_COLUMNS)} from results where run_id = $1 order by item_index", [full_id]
     )
@@ -231,6 +272,7 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         grader_cost=metrics.get("grader_cost"),
         repeats=row["repeats"] or 1,
         gate=GateVerdict.stored(metrics.get("gate")),
+        shard=_shard_of(row, metrics),
     )
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
 
