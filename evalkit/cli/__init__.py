@@ -109,9 +109,22 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from evalkit.cli import baseline, cache, compare, history, importer, init, models, retrieval, run, team, validate
+    from evalkit.cli import (
+        baseline,
+        batches,
+        cache,
+        compare,
+        history,
+        importer,
+        init,
+        models,
+        retrieval,
+        run,
+        team,
+        validate,
+    )
 
-    for module in (run, retrieval, validate, history, compare, models, init, baseline, cache, importer, team):
+    for module in (run, batches, retrieval, validate, history, compare, models, init, baseline, cache, importer, team):
         for command in module.COMMANDS:
             cli.add_command(command)
     _whole_summaries(cli)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalkit.cli.options import (
+    batch_options,
     config_option,
     db_option,
     fancy_progress,
@@ -68,6 +69,12 @@ if TYPE_CHECKING:
     help="With --fail-on-regression, a drop beyond the tolerance fails when the paired test finds it significant at "
     "ALPHA, or cannot decide (too few changed items: the tolerance verdict stands).",
 )  # fmt: skip
+@click.option(
+    "--batch", is_flag=True,
+    help="Send the uncached requests as provider batches (openai, anthropic: half price, answered within 24 h).",
+)  # fmt: skip
+@click.option("--no-wait", is_flag=True, help="With --batch: return once submitted; evalkit collect finishes the run.")
+@batch_options
 @db_option
 @config_option
 @format_option("table", "json", "markdown")
@@ -97,6 +104,10 @@ def run_command(
     no_cache: bool,
     repeats: int,
     significance: float | None,
+    batch: bool,
+    no_wait: bool,
+    max_wait: float | None,
+    poll_interval: float | None,
     db: str | None,
     config: str | None,
     fmt: str,
@@ -108,6 +119,8 @@ def run_command(
     """Run prompt sets (files, folders or set ids) against a model endpoint."""
     from evalkit import api
 
+    if not batch and (no_wait or max_wait is not None or poll_interval is not None):
+        raise click.UsageError("--no-wait, --max-wait and --poll-interval go with --batch")
     overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
     minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
     outputs = Outputs(fmt, output, junit, markdown)
@@ -124,6 +137,13 @@ def run_command(
         )  # fmt: skip
     announce(plan)
     note_concurrency(plan)
+    if batch:
+        from evalkit.cli.batches import run_batched
+
+        waiting = (poll_interval or cfg.batch_poll_s, max_wait)
+        code = run_batched(plan, cfg, outputs, html_file, no_wait=no_wait, waiting=waiting)
+        if code is not None:
+            sys.exit(code)
     runs = carried_out(plan, cfg, outputs, html_file)
     if fail_on_regression:
         note_gate_power(runs)

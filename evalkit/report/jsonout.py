@@ -82,6 +82,7 @@ def run_json(run: RunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
         }
         | (_repeats(run) if run.repeats > 1 else {})
         | _judge_cached(run)
+        | ({"batch": run.batch.as_dict(run.cost)} if run.batch is not None else {})  # README "Batches"
     )
 
 

@@ -158,6 +158,8 @@ def save_run(store: Store, run: RunResult, level: str, version: str, gate: GateV
         "grader_output_tokens": run.grader_usage.output_tokens,
         "grader_cost": run.grader_cost,
     }
+    if run.batch is not None:  # README "Batches": what answering through provider batches saved
+        metrics["batch"] = run.batch.as_dict(run.cost)
     run_row = _run_row(run, level, version, metrics)
     item_rows = [_item_row(run, i, item, level) for i, item in enumerate(run.items)] if keeps_items(level) else []
     with store.transaction():

@@ -79,14 +79,14 @@ def test_an_absurd_token_count_is_dropped_with_a_note_and_the_run_is_stored(
 
 
 def test_m006_makes_every_token_column_bigint_and_keeps_the_rows(db_file: Path) -> None:
-    assert [name for name, _ in MIGRATIONS][-1] == "m006_bigint_tokens"
+    assert "m006_bigint_tokens" in [name for name, _ in MIGRATIONS]
     with Store.open(db_file, upto="m005_cache_endpoint") as store:
         store.con.execute(
             "insert into results (run_id, item_index, item_id, passed, score, input_tokens, output_tokens)"
             " values ('old', 0, 'a', true, 1.0, 7, 8)"
         )
     with Store.open(db_file) as store:
-        assert store.schema_version()[-1] == "m006_bigint_tokens"
+        assert "m006_bigint_tokens" in store.schema_version()
         store.con.execute(
             "insert into results (run_id, item_index, item_id, passed, score, input_tokens, output_tokens)"
             " values ('new', 0, 'a', true, 1.0, 2147483648, 2147483648)"
