@@ -183,12 +183,13 @@ def wait(
     poll_interval: float,
     max_wait: float | None,
     on_status: StatusHook | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> dict[str, BatchStatus]:
-    """Poll until every batch has ended or ``max_wait`` seconds ran out (None: no limit); the
-    first poll comes after 1 s (or the poll interval, when shorter), each next after twice as long,
+    """Poll until every batch has ended or ``max_wait`` seconds ran out (None: no limit): asked
+    at once, then after 1 s (or the poll interval, when shorter), each next pause twice as long,
     up to the poll interval. Returns each batch's last status."""
+    pause, clock = sleep or time.sleep, clock or time.monotonic  # looked up now: a test may replace them
     started = clock()
     statuses = poll(config, batches)
     delay = min(1.0, poll_interval)
@@ -202,7 +203,7 @@ def wait(
             if remaining <= 0:
                 break
             delay = remaining
-        sleep(delay)
+        pause(delay)
         delay = min(delay * 2, poll_interval)
         unfinished = [b for b in batches if not statuses[b.batch_id].state.finished]
         statuses |= poll(config, unfinished)
