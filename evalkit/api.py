@@ -419,11 +419,13 @@ def collect_batches(
     poll_interval: float | None = None,
     max_wait: float | None = None,
     on_status: Any = None,
+    plan: RunPlan | None = None,
 ) -> list[Collected]:
     """``evalkit collect``: each submission whose batches have ended graded, compared, gated and
-    stored like ``run``; the others left pending (README "Batches")."""
+    stored like ``run``; the others left pending (README "Batches"). ``plan``: the plan that
+    submitted them, when this process did (it is not planned again)."""
     from evalkit.pipeline.collect import CollectOptions, collect
 
     given = CollectOptions(fail_on_regression, tolerance_overrides, gate_overrides, baselines)
     waiting = (poll_interval or config.batch_poll_s, max_wait) if wait else None
-    return collect(config, db_path(config, db), batches, given, waiting=waiting, on_status=on_status)
+    return collect(config, db_path(config, db), batches, given, waiting=waiting, on_status=on_status, submitted=plan)

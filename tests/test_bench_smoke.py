@@ -92,3 +92,10 @@ def test_apps_bench_smoke() -> None:
     assert '"http_vs_openai"' in out
     assert "python adapter, sync function:" in out
     assert "python adapter, async function:" in out
+
+
+@pytest.mark.slow
+def test_batch_bench_smoke() -> None:
+    out = run("bench/bench_batch.py", "--n", "30")
+    assert '"submit_plus_collect_s"' in out
+    assert '"passed": 30' in out

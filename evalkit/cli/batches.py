@@ -72,8 +72,9 @@ def run_batched(
         return 0
     try:
         collected = api.collect_batches(
-            cfg, batches, db=plan.db, wait=True, poll_interval=waiting[0], max_wait=waiting[1], on_status=StatusLines()
-        )
+            cfg, batches, db=plan.db, wait=True, poll_interval=waiting[0], max_wait=waiting[1],
+            on_status=StatusLines(), plan=plan,
+        )  # fmt: skip
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"the batch stays pending; collect it with `evalkit collect {ids}`") from None
     gate_asked = plan.fail_on_regression or bool(plan.gate_overrides)

@@ -103,6 +103,11 @@ def replan(config: Config, db: Path, batches: Sequence[PendingBatch], given: Col
         fail_on_regression=kept.fail_on_regression or given.fail_on_regression, repeats=kept.repeats,
         significance=kept.significance, gate_overrides=minimums, baselines=given.baselines,
     )  # fmt: skip
+    return batch_priced(plan, batches)
+
+
+def batch_priced(plan: RunPlan, batches: Sequence[PendingBatch]) -> RunPlan:
+    """The plan with each batched instance priced at its batch discount."""
     batched = {b.provider for b in batches}
     targets = tuple(Target(discounted(t.provider), t.alias) if t.provider.id in batched else t for t in plan.targets)
     return replace(plan, targets=targets)
@@ -137,9 +142,11 @@ def collect(
     on_status: StatusHook | None = None,
     progress: Progress | None = None,
     on_start: Callable[[PromptSet], None] | None = None,
+    submitted: RunPlan | None = None,
 ) -> list[Collected]:
     """Each submission among ``batches``: collected when every batch of it has ended (after
-    waiting, when ``waiting`` gives the poll interval and the longest wait), else left pending."""
+    waiting, when ``waiting`` gives the poll interval and the longest wait), else left pending.
+    ``submitted``: the plan that submitted them, in this process (``run --batch``): not planned again."""
     out = []
     for group in submissions(batches):
         if all(b.state == "collected" for b in group):
@@ -152,7 +159,7 @@ def collect(
         if not all(s.state.finished for s in statuses.values()):
             out.append(Collected(group, statuses))
             continue
-        plan = replan(config, db, group, given)
+        plan = batch_priced(submitted, group) if submitted is not None else replan(config, db, group, given)
         runs = graded(plan, group, statuses, progress, on_start)
         out.append(Collected(group, statuses, tuple(runs)))
     return out
