@@ -12,6 +12,7 @@ from evalkit.errors import UnknownNameError
 from evalkit.records import (
     Aggregates,
     AssertionResult,
+    BatchCost,
     Comparison,
     ItemResult,
     RunResult,
@@ -233,8 +234,18 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         grader_cost=metrics.get("grader_cost"),
         repeats=row["repeats"] or 1,
         gate=GateVerdict.stored(metrics.get("gate")),
+        batch=_batch_cost(metrics.get("batch")),
     )
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
+
+
+def _batch_cost(stored: Any) -> BatchCost | None:
+    """A run's provider batches and their saving, as stored in ``metrics`` (README "Batches")."""
+    if not isinstance(stored, dict):
+        return None
+    return BatchCost(
+        tuple(stored.get("batch_ids") or ()), float(stored.get("discount", 0.5)), stored.get("standard_cost")
+    )
 
 
 def decimal_of(value: float) -> Decimal:

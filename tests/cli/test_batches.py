@@ -102,6 +102,8 @@ def test_run_batch_waits_grades_stores_and_prices_at_the_batch_discount(
     assert "requests done (in_progress)" in result.stderr  # progress while it waited
     assert stored_runs(db_file) == [("shop.batch", provider, 3)]
     assert batch_states(db_file) == ["collected"]
+    shown = cli("show", doc["run_id"], "--format", "json")
+    assert json.loads(shown.stdout)["batch"] == doc["batch"]  # kept with the run
 
 
 def test_the_table_shows_the_batch_price_and_the_saving(cli: Any, project: BatchServer) -> None:
