@@ -312,3 +312,22 @@ def test_submit_in_one_process_collect_in_another_with_the_database_carried(
     assert (doc["passed_count"], doc["comparison"]["state"], doc["gate"]["passed"]) == (3, "baseline", True)
     assert stored_runs(second_db) == [("shop.batch", "an", 3)]
     assert evalkit("collect", db=second_db).stderr.startswith("No pending batch")
+
+
+def test_repeats_are_sent_and_answered_each(cli: Any, project: BatchServer) -> None:
+    result = cli("run", "s.yaml", "--batch", "--repeat", "2", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["sample_count"], doc["passed_count"]) == (6, 6)
+    (batch,) = project.batches.values()
+    ids = [r["custom_id"] for r in batch.requests]
+    assert len(set(ids)) == 6
+    assert {"hours", "hours__r1"} <= set(ids)
+
+
+def test_batch_discount_is_a_share_of_the_price(cli: Any, project: BatchServer) -> None:
+    config = Path("evalkit.yaml").read_text().replace("batch_discount: 0.4", "batch_discount: 1.5")
+    Path("evalkit.yaml").write_text(config)
+    result = cli("validate", "evalkit.yaml")
+    assert result.exit_code == 2
+    assert "batch_discount" in result.stdout + result.stderr
