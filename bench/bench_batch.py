@@ -15,6 +15,9 @@ its wall time and the peak RSS of its process tree:
 - the whole path in one process: ``evalkit run set.yaml --batch`` (submit, wait, collect) on a
   fresh database, polling every 0.2 s.
 
+Before each adapter a fixed pure-Python loop is timed (bench_scale.py's calibration): the
+machine is shared, and the loop says how fast it was then.
+
 Each prompt has a ``contains`` and a ``regex`` assertion (one pattern for all) that its answer passes.
 """
 
@@ -31,6 +34,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
 
+from bench.bench_scale import calibrate  # noqa: E402
 from bench.measure import compile_evalkit, measure  # noqa: E402
 
 PATTERN = "'^answer: question [0-9]+$'"
@@ -75,6 +79,7 @@ def step(folder: Path, args: list[str], db: Path) -> dict[str, object]:
 
 
 def bench_adapter(folder: Path, provider: str) -> dict[str, object]:
+    loop_s = calibrate()  # how fast this shared machine was just then (bench_scale.py)
     db = folder / f"{provider}-split.duckdb"
     submit = step(folder, ["run", "set.yaml", "--batch", "--no-wait", "--provider", provider], db)
     collect = step(folder, ["collect", "--wait", "--format", "json", "--output", f"{provider}.json"], db)
@@ -85,6 +90,7 @@ def bench_adapter(folder: Path, provider: str) -> dict[str, object]:
         folder / f"{provider}-whole.duckdb",
     )
     return {
+        "calibration_loop_s": round(loop_s, 2),
         "prompts": doc["prompt_count"],
         "passed": doc["passed_count"],
         "batch_ids": doc["batch"]["batch_ids"],

@@ -331,3 +331,12 @@ def test_batch_discount_is_a_share_of_the_price(cli: Any, project: BatchServer) 
     result = cli("validate", "evalkit.yaml")
     assert result.exit_code == 2
     assert "batch_discount" in result.stdout + result.stderr
+
+
+def test_a_failed_batch_makes_every_request_an_item_error(cli: Any, project: BatchServer) -> None:
+    project.script = Script(outcome="failed")
+    result = cli("run", "s.yaml", "--batch", "--format", "json")
+    assert result.exit_code == 3
+    (batch_id,) = project.batches
+    errors = {i["error"] for i in json.loads(result.stdout)["items"]}
+    assert errors == {f"provider 'oa': batch {batch_id} failed: the file is malformed"}
