@@ -16,7 +16,9 @@ its wall time and the peak RSS of its process tree:
   fresh database, polling every 0.2 s.
 
 Before each adapter a fixed pure-Python loop is timed (bench_scale.py's calibration): the
-machine is shared, and the loop says how fast it was then.
+machine is shared, and the loop says how fast it was then; each step also records the CPU time
+of its process (user + system), which the other work on the machine moves far less than the
+wall time.
 
 Each prompt has a ``contains`` and a ``regex`` assertion (one pattern for all) that its answer passes.
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -70,12 +73,15 @@ providers:
 
 
 def step(folder: Path, args: list[str], db: Path) -> dict[str, object]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = measure(
         [sys.executable, "-m", "evalkit", *args, "--db", str(db)], cwd=folder, env={"PYTHONPATH": str(REPO)}
     )
     if result.returncode != 0:
         raise SystemExit(f"evalkit {' '.join(args)} exited {result.returncode}: {result.stderr[-2000:]}")
-    return {"wall_s": round(result.wall_s, 3), "peak_rss_mb": round(result.peak_rss_mb, 1)}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the step's process, waited for (the server runs on)
+    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return {"wall_s": round(result.wall_s, 3), "cpu_s": round(cpu_s, 3), "peak_rss_mb": round(result.peak_rss_mb, 1)}
 
 
 def bench_adapter(folder: Path, provider: str) -> dict[str, object]:
