@@ -28,11 +28,12 @@ from evalkit.pipeline import (
     plan_run,
 )
 from evalkit.providers import default_alias
-from evalkit.records import GRADERS, AnySet, BaselineFile, PromptSet, RetrievalRunResult, RunResult
+from evalkit.records import GRADERS, AnySet, BaselineFile, PendingBatch, PromptSet, RetrievalRunResult, RunResult
 from evalkit.rows import Flip, RankedModel, RunComparison, RunFilter, RunRow, SetSummary
 from evalkit.sets import load_config, load_set
 
 if TYPE_CHECKING:
+    from evalkit.pipeline.collect import Collected
     from evalkit.store import Store
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "accept_baselines",
     "baseline_files",
     "clear_cache",
+    "collect_batches",
     "collector_policy",
     "compare_runs",
     "execute_plan",
@@ -56,6 +58,7 @@ __all__ = [
     "load_config",
     "load_prompt_sets",
     "load_set",
+    "pending_batches",
     "plan_gate",
     "plan_retrieval",
     "plan_run",
@@ -65,6 +68,7 @@ __all__ = [
     "select_by_quality",
     "set_report",
     "show_run",
+    "submit_batches",
 ]
 
 
@@ -389,3 +393,45 @@ def compare_runs(
         Flip(i, a[i][0], b[i][0], a[i][1], b[i][1]) for i in a if i in b and (a[i][0] != b[i][0] or a[i][1] != b[i][1])
     )
     return RunComparison(summaries[0], summaries[1], test, flips)
+
+
+def submit_batches(plan: RunPlan) -> list[PendingBatch]:
+    """``run --batch``: the plan's uncached requests sent as provider batches and kept in the
+    database (README "Batches"); none when the cache answers everything."""
+    from evalkit.pipeline.batches import submit
+
+    return submit(plan)
+
+
+def pending_batches(
+    config: Config, batch_ids: Sequence[str] = (), *, db: str | Path | None = None
+) -> list[PendingBatch]:
+    """The batches named (with their submissions' others), else every pending one."""
+    from evalkit.pipeline.collect import find
+
+    return find(db_path(config, db), batch_ids)
+
+
+def collect_batches(
+    config: Config,
+    batches: Sequence[PendingBatch],
+    *,
+    db: str | Path | None = None,
+    fail_on_regression: bool = False,
+    tolerance_overrides: dict[str, Any] | None = None,
+    gate_overrides: dict[str, Any] | None = None,
+    baselines: str | None = None,
+    wait: bool = False,
+    poll_interval: float | None = None,
+    max_wait: float | None = None,
+    on_status: Any = None,
+    plan: RunPlan | None = None,
+) -> list[Collected]:
+    """``evalkit collect``: each submission whose batches have ended graded, compared, gated and
+    stored like ``run``; the others left pending (README "Batches"). ``plan``: the plan that
+    submitted them, when this process did (it is not planned again)."""
+    from evalkit.pipeline.collect import CollectOptions, collect
+
+    given = CollectOptions(fail_on_regression, tolerance_overrides, gate_overrides, baselines)
+    waiting = (poll_interval or config.batch_poll_s, max_wait) if wait else None
+    return collect(config, db_path(config, db), batches, given, waiting=waiting, on_status=on_status, submitted=plan)

@@ -34,6 +34,7 @@ APPLICATION_ADAPTERS = ("http", "python", "command")
 class Cost:
     input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
+    batch_discount: float = 0.5  # the share of the price a provider batch's answer costs (README "Batches")
 
     def of(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
@@ -115,6 +116,7 @@ class Config:
     decision_provider: str | None = None
     cache: bool = True
     cache_ttl_days: int = 30  # older entries are not read (docs/contract.md "The completion cache")
+    batch_poll_s: float = 60.0  # the longest pause between two polls of a provider batch (README "Batches")
     baselines: Path | None = None  # as configured, relative to root; None: the default
     providers: tuple[ProviderConfig, ...] = ()
     retrievers: tuple[RetrieverConfig, ...] = ()

@@ -99,3 +99,9 @@ def test_shards_bench_smoke() -> None:
     out = run("bench/bench_shards.py", "--prompts", "60", "--shards", "3", "--no-whole")
     assert '"merge_plus_gate_s"' in out
     assert '"prompt_count": 60' in out
+
+
+def test_batch_bench_smoke() -> None:
+    out = run("bench/bench_batch.py", "--n", "30")
+    assert '"submit_plus_collect_s"' in out
+    assert '"passed": 30' in out

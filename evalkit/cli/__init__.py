@@ -109,10 +109,37 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from evalkit.cli import baseline, cache, compare, history, importer, init, models, retrieval, run, team, validate
+    from evalkit.cli import (
+        baseline,
+        batches,
+        cache,
+        compare,
+        history,
+        importer,
+        init,
+        models,
+        retrieval,
+        run,
+        team,
+        validate,
+    )
     from evalkit.cli import gate as gating
 
-    modules = (run, retrieval, validate, history, compare, models, init, baseline, cache, importer, team, gating)
+    modules = (
+        run,
+        batches,
+        retrieval,
+        validate,
+        history,
+        compare,
+        models,
+        init,
+        baseline,
+        cache,
+        importer,
+        team,
+        gating,
+    )
     for module in modules:
         for command in module.COMMANDS:
             cli.add_command(command)

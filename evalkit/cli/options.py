@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from decimal import Decimal
@@ -73,3 +74,28 @@ def stderr_console() -> Any:
 def fancy_progress() -> bool:
     """A live progress bar only on a terminal without NO_COLOR."""
     return sys.stderr.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """``--max-wait``: ``90s``, ``10m``, ``2h`` (a bare number is seconds)."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", value)
+    if not match or float(match[1]) <= 0:
+        raise click.BadParameter(f"{value!r} is not a duration: write it as 90s, 10m or 2h", ctx, param)
+    return float(match[1]) * UNITS[match[2] or "s"]
+
+
+def batch_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--max-wait`` and ``--poll-interval``, shared by ``run --batch`` and ``collect``."""
+    f = click.option(
+        "--poll-interval", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+        help="Longest pause between two polls of a batch (default: batch_poll_s in evalkit.yaml, else 60).",
+    )(f)  # fmt: skip
+    return click.option(
+        "--max-wait", callback=duration, metavar="DURATION",
+        help="Stop waiting after DURATION (90s, 10m, 2h); the batch stays pending for evalkit collect.",
+    )(f)  # fmt: skip

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalkit.cli.options import (
+    batch_options,
     config_option,
     db_option,
     fancy_progress,
@@ -77,6 +78,12 @@ if TYPE_CHECKING:
     "--run-group", metavar="ID",
     help="The sharded run's group (default: $GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT, else $CI_PIPELINE_ID).",
 )  # fmt: skip
+@click.option(
+    "--batch", is_flag=True,
+    help="Send the uncached requests as provider batches (openai, anthropic: half price, answered within 24 h).",
+)  # fmt: skip
+@click.option("--no-wait", is_flag=True, help="With --batch: return once submitted; evalkit collect finishes the run.")
+@batch_options
 @db_option
 @config_option
 @format_option("table", "json", "markdown")
@@ -108,6 +115,10 @@ def run_command(
     significance: float | None,
     shard: str | None,
     run_group: str | None,
+    batch: bool,
+    no_wait: bool,
+    max_wait: float | None,
+    poll_interval: float | None,
     db: str | None,
     config: str | None,
     fmt: str,
@@ -119,6 +130,8 @@ def run_command(
     """Run prompt sets (files, folders or set ids) against a model endpoint."""
     from evalkit import api
 
+    if not batch and (no_wait or max_wait is not None or poll_interval is not None):
+        raise click.UsageError("--no-wait, --max-wait and --poll-interval go with --batch")
     overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
     minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
     outputs = Outputs(fmt, output, junit, markdown)
@@ -137,6 +150,13 @@ def run_command(
         )  # fmt: skip
     announce(plan)
     note_concurrency(plan)
+    if batch:
+        from evalkit.cli.batches import run_batched
+
+        waiting = (poll_interval or cfg.batch_poll_s, max_wait)
+        code = run_batched(plan, cfg, outputs, html_file, no_wait=no_wait, waiting=waiting)
+        if code is not None:
+            sys.exit(code)
     runs = carried_out(plan, cfg, outputs, html_file)
     if fail_on_regression:
         note_gate_power(runs)

@@ -20,7 +20,7 @@ from evalkit.pipeline.plan import fallback_chain
 from evalkit.pipeline.plans import Progress, RetrievalPlan, RunPlan
 from evalkit.pipeline.shards import as_part
 from evalkit.pipeline.verdict import prompt_ending, retrieval_ending
-from evalkit.protocols import Grader
+from evalkit.protocols import Grader, Provider
 from evalkit.providers import ProviderPool, caches_answers, default_alias, endpoint_identity
 from evalkit.records import PromptSet, RetrievalRunResult, RunResult, Tolerances
 from evalkit.runner import build_request, cache_key, first_error, run_prompt_set
@@ -46,14 +46,21 @@ def run_async(coro: Coroutine[object, object, T]) -> T:
 
 
 def execute_plan(
-    plan: RunPlan, progress: Progress | None = None, on_start: Callable[[PromptSet], None] | None = None
+    plan: RunPlan,
+    progress: Progress | None = None,
+    on_start: Callable[[PromptSet], None] | None = None,
+    *,
+    factory: Callable[[ProviderConfig], Provider] | None = None,
+    amend: Callable[[RunResult], RunResult] | None = None,
 ) -> list[RunResult]:
     """Run every set of the plan on every target; then compare each run with its baseline and
     store it (one transaction per run). An interrupted or aborted plan stores no run; the answers
     it received stay in the cache.
 
     The database is opened (created, migrated) before the first call, so one that cannot be
-    opened costs no call (opening it alongside the calls was tried: bench/README.md, session 2)."""
+    opened costs no call (opening it alongside the calls was tried: bench/README.md, session 2).
+    ``factory`` builds the provider objects (``evalkit collect`` answers from a batch's results),
+    ``amend`` completes each run before its verdict (a batch's cost)."""
     from evalkit.store import StoreCache
 
     cache = StoreCache(plan.db, plan.config.cache_ttl_days) if plan.db is not None and plan.use_cache else None
@@ -61,7 +68,7 @@ def execute_plan(
         _prepare_database(plan, cache)
     try:
         with running():  # the collector policy, when the caller asked for it (evalkit/memory.py)
-            runs = run_async(_run_all(plan, cache, progress, on_start))
+            runs = run_async(_run_all(plan, cache, progress, on_start, factory))
     except KeyboardInterrupt:
         raise interrupted(0, [], cache) from None
     except BaseException:
@@ -70,6 +77,8 @@ def execute_plan(
         raise
     if plan.shard is not None:  # each run is the shard's part of its set (README "Larger suites: shards and batches")
         runs = [as_part(run, plan.set_shards, plan.fingerprints) for run in runs]
+    if amend is not None:
+        runs = [amend(run) for run in runs]
     return persist(plan.db, runs, prompt_ending(plan), cache)
 
 
@@ -93,9 +102,13 @@ def _make_grader(plan: RunPlan, pool: ProviderPool, cache: StoreCache | None) ->
 
 
 async def _run_all(
-    plan: RunPlan, cache: StoreCache | None, progress: Progress | None, on_start: Callable[[PromptSet], None] | None
+    plan: RunPlan,
+    cache: StoreCache | None,
+    progress: Progress | None,
+    on_start: Callable[[PromptSet], None] | None,
+    factory: Callable[[ProviderConfig], Provider] | None = None,
 ) -> list[RunResult]:
-    pool = ProviderPool(_lookup(plan))
+    pool = ProviderPool(_lookup(plan), factory) if factory is not None else ProviderPool(_lookup(plan))
     grader = _make_grader(plan, pool, cache)
     runs: list[RunResult] = []
     try:

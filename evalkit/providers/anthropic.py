@@ -85,6 +85,10 @@ class AnthropicProvider:
 
     async def complete(self, request: CompletionRequest) -> Completion:
         body, latency_ms = await self.client.call("messages", self.payload(request))
+        return self.parse(body, request, latency_ms)
+
+    def parse(self, body: dict[str, Any], request: CompletionRequest, latency_ms: float) -> Completion:
+        """A Messages API answer (from a call, or a batch's result) as a completion."""
         content = body.get("content")
         if not isinstance(content, list):
             raise ProviderError(f"provider '{self.instance_id}': response has no content list")

@@ -157,6 +157,86 @@ class JsonClient:
         """``send`` to the base URL itself under the client's retry policy: any JSON answer."""
         return await self._retry.run(lambda: self.send(method, "", content))
 
+    async def get_json(self, path: str) -> dict[str, Any]:
+        """The JSON object answered to GET ``path`` (a provider's batch status), under the retry policy."""
+        decoded, _ = await self._retry.run(lambda: self.send("GET", path, None))
+        if not isinstance(decoded, dict):
+            raise ProviderError(
+                f"{self.name}: expected a JSON object in the response body, got {type(decoded).__name__}"
+            )
+        return decoded
+
+    async def post_bytes(self, path: str, content: bytes) -> dict[str, Any]:
+        """``content`` (JSON already encoded: a batch of many requests) POSTed under the retry policy."""
+        decoded, _ = await self._retry.run(lambda: self.send("POST", path, content))
+        if not isinstance(decoded, dict):
+            raise ProviderError(
+                f"{self.name}: expected a JSON object in the response body, got {type(decoded).__name__}"
+            )
+        return decoded
+
+    def masked(self, decoded: Any) -> Any:
+        """A decoded answer with the key masked wherever it sits (as ``send`` masks its answers)."""
+        if self._answer_secrets and isinstance(decoded, dict | list | str):
+            return mask_strings({"": decoded}, self._answer_secrets)[""]
+        return decoded
+
+    async def upload(self, path: str, fields: Mapping[str, str], filename: str, data: bytes) -> dict[str, Any]:
+        """``data`` POSTed as the file of a multipart/form-data body with ``fields`` (OpenAI's
+        ``/files``); httpx encodes the body, the client sends it under its retry policy."""
+        import httpx
+
+        encoded = httpx.Request("POST", self._url(path), data=dict(fields), files={"file": (filename, data)})
+        body = encoded.read()
+        headers = {"Content-Type": encoded.headers["Content-Type"]}
+        decoded, _ = await self._retry.run(lambda: self.send("POST", path, body, headers))
+        if not isinstance(decoded, dict):
+            raise ProviderError(
+                f"{self.name}: expected a JSON object in the response body, got {type(decoded).__name__}"
+            )
+        return decoded
+
+    async def get_bytes(self, path: str, max_mb: float) -> bytes:
+        """The raw body answered to GET ``path`` (a batch's JSONL results), up to ``max_mb``; an
+        absolute URL must be on the client's own origin (the key is never sent elsewhere)."""
+        own, there = self._url(""), self._url_of(path) if "://" in path else None
+        if there is not None and (own.host, own.scheme, own.port) != (there.host, there.scheme, there.port):
+            raise ProviderError(f"{self.name}: results at another host ({redacted(path)[:120]}) are not fetched")
+        saved, self._max_bytes, self._max_response_mb = (
+            (self._max_bytes, self._max_response_mb),
+            int(max_mb * MB),
+            max_mb,
+        )
+        try:
+            return await self._retry.run(lambda: self._fetch(path))
+        finally:
+            self._max_bytes, self._max_response_mb = saved
+
+    def _url_of(self, absolute: str) -> httpx.URL:
+        import httpx
+
+        return httpx.URL(absolute)
+
+    async def _fetch(self, path: str) -> bytes:
+        import httpx
+
+        client = self._http()
+        url = self._url_of(path) if "://" in path else self._url(path)
+        try:
+            async with asyncio.timeout(self._timeout_s * 4):  # a results file is larger than one answer
+                status, answered, body = await self._exchange(
+                    client, url, None, time.monotonic() + self._timeout_s * 4, method="GET"
+                )
+        except (httpx.TimeoutException, TimeoutError):
+            raise TransientError(f"{self.name}: timed out reading {url.path}") from None
+        except (httpx.NetworkError, httpx.ProtocolError, httpx.ProxyError) as exc:
+            raise TransientError(
+                f"{self.name}: connection error ({type(exc).__name__}: {self.mask(str(exc))})"
+            ) from None
+        if status >= 400:
+            self._raise_status(status, answered, body)
+        return body
+
     async def post(self, path: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
         """The decoded JSON object answered to ``payload`` (posted to the base URL joined with
         ``path``; ``""`` is the base URL itself) and the call's latency in ms."""

@@ -12,6 +12,7 @@ Every public name is re-exported here: ``from evalkit.records import X`` is the 
 from __future__ import annotations
 
 from evalkit.records.base import PLAIN_RECORDS, JsonValue, Params, record
+from evalkit.records.batches import BatchCost, PendingBatch
 from evalkit.records.calls import (
     MAX_TOKENS_PER_CALL,
     RESERVED_PARAMS,
@@ -66,6 +67,7 @@ __all__ = [
     "AssertionResult",
     "BaselineEntry",
     "BaselineFile",
+    "BatchCost",
     "CallFacts",
     "Comparison",
     "Completion",
@@ -79,6 +81,7 @@ __all__ = [
     "OtherScope",
     "PairedTest",
     "Params",
+    "PendingBatch",
     "Prompt",
     "PromptSet",
     "Question",

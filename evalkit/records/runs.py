@@ -9,6 +9,7 @@ from dataclasses import field
 from typing import Any, Literal
 
 from evalkit.records.base import record
+from evalkit.records.batches import BatchCost
 from evalkit.records.calls import ServingRecord, Usage
 from evalkit.records.comparisons import Comparison
 from evalkit.records.grades import ItemResult
@@ -103,6 +104,7 @@ class RunResult:
     gate: GateVerdict | None = None  # the gate verdict, once decided (evalkit.compare.gate_of)
     kind: Literal["prompts"] = "prompts"
     shard: Shard | None = None  # a shard's part, or a run assembled from a group's shards
+    batch: BatchCost | None = None  # answered through provider batches (README "Batches")
 
     @classmethod
     def create(cls, items: tuple[ItemResult, ...], **fields: Any) -> RunResult:

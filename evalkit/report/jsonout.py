@@ -83,6 +83,7 @@ def run_json(run: RunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
         | (_repeats(run) if run.repeats > 1 else {})
         | _judge_cached(run)
         | ({"shard": run.shard.as_dict()} if run.shard is not None else {})
+        | ({"batch": run.batch.as_dict(run.cost)} if run.batch is not None else {})  # README "Batches"
     )
 
 

@@ -153,6 +153,12 @@ def render_run(console: Console, run: RunResult, gate: GateVerdict | None = None
         summary += f" · judge tokens {run.grader_usage.input_tokens:,} in / {run.grader_usage.output_tokens:,} out"
     if run.cost is not None:
         summary += f" · cost {dollars(run.cost)}"
+    if run.batch is not None:  # README "Batches": the batch price, and what it saved
+        saving = run.batch.saving(run.cost)
+        saved = (
+            f", saving {dollars(saving)} of the standard {dollars(run.batch.standard_cost or 0.0)}" if saving else ""
+        )
+        summary += f" · batch price ×{run.batch.discount:g}{saved}"
     if run.grader_cost is not None:
         summary += f" · judge cost {dollars(run.grader_cost)}"
     if run.items:  # a gate decided on replayed answers says so (docs/contract.md "The completion cache")

@@ -209,6 +209,7 @@ def build_config(doc: Document, path: Path) -> Config:
         decision_provider=(data.get("decision") or {}).get("provider"),
         cache=data.get("cache", True),
         cache_ttl_days=data.get("cache_ttl_days", 30),
+        batch_poll_s=float(data.get("batch_poll_s", 60.0)),
         baselines=Path(data["baselines"]) if "baselines" in data else None,
         providers=tuple(
             _provider(p, root, _where(doc, ("providers", i, "adapter")))
@@ -232,6 +233,12 @@ def _plugin_options(raw: dict[str, Any], definition: str) -> dict[str, Any]:
     return {"id": raw["id"], **{k: v for k, v in raw.items() if k not in ours}}
 
 
+def _cost(cost: dict[str, Any] | None) -> Cost | None:
+    if not cost:
+        return None
+    return Cost(cost.get("input_per_mtok", 0.0), cost.get("output_per_mtok", 0.0), cost.get("batch_discount", 0.5))
+
+
 def _provider(raw: dict[str, Any], root: Path, where: str) -> ProviderConfig:
     cost = raw.get("cost")
     defaults = ProviderConfig(id=raw["id"], adapter=raw["adapter"])
@@ -241,7 +248,7 @@ def _provider(raw: dict[str, Any], root: Path, where: str) -> ProviderConfig:
             adapter=raw["adapter"],
             model=raw.get("model"),
             priority=raw.get("priority", 0),
-            cost=Cost(cost.get("input_per_mtok", 0.0), cost.get("output_per_mtok", 0.0)) if cost else None,
+            cost=_cost(cost),
             max_concurrency=raw.get("max_concurrency", defaults.max_concurrency),
             fallback=raw.get("fallback"),
             options=_plugin_options(raw, "provider"),
@@ -254,7 +261,7 @@ def _provider(raw: dict[str, Any], root: Path, where: str) -> ProviderConfig:
         base_url=raw.get("base_url"),
         api_key_env=raw.get("api_key_env"),
         priority=raw.get("priority", 0),
-        cost=Cost(cost.get("input_per_mtok", 0.0), cost.get("output_per_mtok", 0.0)) if cost else None,
+        cost=_cost(cost),
         max_concurrency=raw.get("max_concurrency", defaults.max_concurrency),
         timeout_s=float(raw.get("timeout_s", defaults.timeout_s)),
         max_retries=raw.get("max_retries", defaults.max_retries),

@@ -133,6 +133,27 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         alter table runs add column run_group varchar;
         """,
     ),
+    (
+        # README "Batches": a run --batch submission waits here until evalkit collect grades and stores it
+        "m008_provider_batches",
+        """
+        create table batches (
+            batch_id varchar primary key,
+            submission_id varchar not null,
+            provider varchar not null,
+            model varchar not null,
+            adapter varchar not null,
+            state varchar not null,
+            submitted_at timestamp not null,
+            collected_at timestamp,
+            request_count integer not null,
+            set_fingerprints json not null,
+            plan json not null,
+            custom_ids json not null,
+            run_ids json
+        );
+        """,
+    ),
 )
 
 MIGRATION_TABLE = "evalkit_migrations"

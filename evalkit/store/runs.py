@@ -12,6 +12,7 @@ from evalkit.errors import UnknownNameError
 from evalkit.records import (
     Aggregates,
     AssertionResult,
+    BatchCost,
     Comparison,
     Gate,
     ItemResult,
@@ -197,6 +198,8 @@ def save_run(store: Store, run: RunResult, level: str, version: str, gate: GateV
         "grader_cost": run.grader_cost,
         **_part_facts(run.shard),
     }
+    if run.batch is not None:  # README "Batches": what answering through provider batches saved
+        metrics["batch"] = run.batch.as_dict(run.cost)
     shard = (run.shard.index, run.shard.count, run.shard.group) if run.shard else (None, None, None)
     run_row = (*_run_row(run, level, version, metrics), *shard)
     item_rows = [_item_row(run, i, item, level) for i, item in enumerate(run.items)] if keeps_items(level) else []
@@ -273,8 +276,18 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         repeats=row["repeats"] or 1,
         gate=GateVerdict.stored(metrics.get("gate")),
         shard=_shard_of(row, metrics),
+        batch=_batch_cost(metrics.get("batch")),
     )
     return run, {**metrics, "privacy": row["privacy"], "kind": row["kind"], "provenance": row["provenance"]}
+
+
+def _batch_cost(stored: Any) -> BatchCost | None:
+    """A run's provider batches and their saving, as stored in ``metrics`` (README "Batches")."""
+    if not isinstance(stored, dict):
+        return None
+    return BatchCost(
+        tuple(stored.get("batch_ids") or ()), float(stored.get("discount", 0.5)), stored.get("standard_cost")
+    )
 
 
 def decimal_of(value: float) -> Decimal:

@@ -1,0 +1,190 @@
+"""``run --batch`` and ``evalkit collect``: provider batches submitted now, graded and reported
+later exactly like ``run`` (README "Batches")."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from evalkit.cli.options import batch_options, config_option, db_option, format_option, tolerance_overrides
+from evalkit.cli.run import Outputs, check_writable, emit, exit_code, note_gate_power, say_errored, write_output
+from evalkit.report.text import printable
+
+if TYPE_CHECKING:
+    from evalkit.config import Config
+    from evalkit.pipeline.collect import Collected
+    from evalkit.providers.batches import BatchStatus
+    from evalkit.records import PendingBatch
+
+STATUS_EVERY_S = 10.0  # off a terminal, a progress line at least this often (README "Commands")
+
+
+class StatusLines:
+    """A batch's progress on stderr: when it changes, and at least every 10 s."""
+
+    def __init__(self) -> None:
+        self._said: dict[str, tuple[int, float]] = {}
+
+    def __call__(self, batch: PendingBatch, status: BatchStatus, waited: float) -> None:
+        last = self._said.get(batch.batch_id)
+        now = time.monotonic()
+        if last is not None and last[0] == status.done and now - last[1] < STATUS_EVERY_S:
+            return
+        self._said[batch.batch_id] = (status.done, now)
+        total = status.total or batch.request_count
+        click.echo(
+            f"batch {batch.batch_id} ('{printable(batch.provider)}'): {status.done}/{total} requests done "
+            f"({printable(status.detail)}), {waited:.0f} s",
+            err=True,
+        )
+
+
+def run_batched(
+    plan: Any,
+    cfg: Config,
+    outputs: Outputs,
+    html_file: str | None,
+    *,
+    no_wait: bool,
+    waiting: tuple[float, float | None],
+) -> int | None:
+    """``run --batch``: submit, then (unless ``no_wait``) wait, collect and report. None when the
+    cache answers every request: the run goes on as a plain run."""
+    from evalkit import api
+
+    batches = api.submit_batches(plan)
+    if not batches:
+        click.echo("Every answer is in the cache: no batch was needed.", err=True)
+        return None
+    for batch in batches:
+        click.echo(
+            f"Submitted batch {batch.batch_id}: {batch.request_count} requests to '{printable(batch.provider)}'",
+            err=True,
+        )
+    ids = " ".join(b.batch_id for b in batches)
+    if no_wait:
+        click.echo(f"submitted: collect with `evalkit collect` (or evalkit collect {ids})", err=True)
+        return 0
+    try:
+        collected = api.collect_batches(
+            cfg, batches, db=plan.db, wait=True, poll_interval=waiting[0], max_wait=waiting[1],
+            on_status=StatusLines(), plan=plan,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"the batch stays pending; collect it with `evalkit collect {ids}`") from None
+    gate_asked = plan.fail_on_regression or bool(plan.gate_overrides)
+    return report_collected(collected, cfg, outputs, html_file, db=plan.db, waited=True, gate_asked=gate_asked)
+
+
+def report_collected(
+    collected: Sequence[Collected],
+    cfg: Config,
+    outputs: Outputs,
+    html_file: str | None,
+    *,
+    db: Path | None,
+    waited: bool,
+    gate_asked: bool,
+) -> int:
+    """The collected runs reported like ``run``'s; the rest said on stderr. The exit code."""
+    from evalkit import api
+
+    for item in collected:
+        ids = " ".join(b.batch_id for b in item.batches)
+        if item.earlier:
+            stored = ", ".join(item.batches[0].run_ids) or "no run"
+            click.echo(f"Batch {ids} was collected before ({stored}): nothing stored again.", err=True)
+        elif item.pending:
+            done = sum(item.statuses[b.batch_id].done for b in item.batches)
+            total = sum(item.statuses[b.batch_id].total or b.request_count for b in item.batches)
+            click.echo(
+                f"Batch {ids}: still in progress ({done}/{total} requests done); it stays pending: "
+                f"collect it later with `evalkit collect {ids}`",
+                err=True,
+            )
+    runs = [r for item in collected for r in item.runs]
+    code = 0
+    if runs:
+        if any(r.gate is not None and r.gate.fail_on_regression for r in runs):
+            note_gate_power(runs)
+        emit(runs, outputs)
+        if html_file:
+            write_output(Path(html_file), api.html_report(cfg, db=db, runs=runs))
+        code = exit_code(runs)
+        if code == 3 and outputs.fmt != "table":
+            say_errored(runs)
+    if waited and gate_asked and any(item.pending for item in collected):
+        code = max(code, 3)  # a gate was asked for and there is no verdict yet
+    return code
+
+
+@click.command("collect")
+@click.argument("batch_ids", nargs=-1, metavar="[BATCH_ID...]")
+@click.option("--wait", is_flag=True, help="Wait for batches still in progress (see --max-wait).")
+@batch_options
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 on a regression or a run that cannot be compared.")
+@click.option("--max-pass-rate-drop", metavar="X", help="Tolerated pass-rate drop, 0..1 (default: as submitted).")
+@click.option("--max-mean-score-drop", metavar="X", help="Tolerated mean-score drop, 0..1 (default: as submitted).")
+@click.option("--min-pass-rate", metavar="X", help="Exit 1 when the pass rate is below X, 0..1.")
+@click.option("--min-mean-score", metavar="X", help="Exit 1 when the mean score is below X, 0..1.")
+@click.option("--baselines", metavar="DIR", help="Folder of the accepted baseline files.")
+@db_option
+@config_option
+@format_option("table", "json", "markdown")
+@click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE.")
+@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
+@click.option("--markdown", type=click.Path(dir_okay=False), metavar="FILE", help="Also write markdown to FILE.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), metavar="FILE", help="Also write HTML to FILE.")
+def collect_command(
+    batch_ids: tuple[str, ...],
+    wait: bool,
+    max_wait: float | None,
+    poll_interval: float | None,
+    fail_on_regression: bool,
+    max_pass_rate_drop: str | None,
+    max_mean_score_drop: str | None,
+    min_pass_rate: str | None,
+    min_mean_score: str | None,
+    baselines: str | None,
+    db: str | None,
+    config: str | None,
+    fmt: str,
+    output: str | None,
+    junit: str | None,
+    markdown: str | None,
+    html_file: str | None,
+) -> None:
+    """Fetch finished provider batches (default: every pending one), then grade, store, compare and gate."""
+    from evalkit import api
+    from evalkit.config import db_path
+
+    overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
+    minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
+    outputs = Outputs(fmt, output, junit, markdown)
+    check_writable(output, junit, markdown, html_file)
+    cfg = api.load_config(config)
+    batches = api.pending_batches(cfg, batch_ids, db=db)
+    if not batches:
+        click.echo(f"No pending batch in {db_path(cfg, db)}: nothing to collect.", err=True)
+        sys.exit(0)
+    try:
+        collected = api.collect_batches(
+            cfg, batches, db=db, fail_on_regression=fail_on_regression, tolerance_overrides=overrides,
+            gate_overrides=minimums, baselines=baselines, wait=wait, poll_interval=poll_interval,
+            max_wait=max_wait, on_status=StatusLines(),
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        ids = " ".join(dict.fromkeys(b.batch_id for b in batches if b.state == "pending"))
+        raise KeyboardInterrupt(f"the batches stay pending; collect them with `evalkit collect {ids}`") from None
+    gate_asked = fail_on_regression or bool(minimums) or any(b.plan.get("fail_on_regression") for b in batches)
+    sys.exit(
+        report_collected(collected, cfg, outputs, html_file, db=db_path(cfg, db), waited=wait, gate_asked=gate_asked)
+    )
+
+
+COMMANDS = [collect_command]
