@@ -17,7 +17,7 @@ from evalkit.config import ProviderConfig
 from evalkit.memory import running
 from evalkit.pipeline.persist import interrupted, persist
 from evalkit.pipeline.plan import fallback_chain
-from evalkit.pipeline.plans import Progress, RetrievalPlan, RunPlan
+from evalkit.pipeline.plans import JudgedPlan, Progress, RetrievalPlan, RunPlan
 from evalkit.pipeline.verdict import prompt_ending, retrieval_ending
 from evalkit.protocols import Grader
 from evalkit.providers import ProviderPool, caches_answers, default_alias, endpoint_identity
@@ -67,10 +67,45 @@ def _make_grader(plan: RunPlan, pool: ProviderPool, cache: StoreCache | None) ->
     from evalkit.graders import DecisionGrader, DeterministicGrader
     from evalkit.runner import CachedProvider
 
+    if plan.judged is not None:
+        return _judged_grader(plan.judged, pool, cache, plan.read_cache)
     if plan.judge is None or plan.judge_alias is None:
         return DeterministicGrader()
     judge = CachedProvider(pool.get(plan.judge.id), cache, plan.read_cache, pool.endpoint(plan.judge.id))
     return DecisionGrader(judge, plan.judge_alias)
+
+
+def _judged_grader(judged: JudgedPlan, pool: ProviderPool, cache: StoreCache | None, read_cache: bool) -> Grader:
+    """The judged grader over the plan's judge and embeddings instances, each seen through the
+    completion cache (README "Model-graded assertions")."""
+    from evalkit.graders import Instance, JudgedGrader
+    from evalkit.runner import CachedProvider
+
+    instances = {}
+    for target in judged.targets:
+        instance_id = target.provider.id
+        client = CachedProvider(
+            pool.get(instance_id), cache, read_cache, pool.endpoint(instance_id), caches_answers(target.provider)
+        )
+        instances[instance_id] = Instance(instance_id, client, target.alias)
+    return JudgedGrader(
+        instances,
+        judged.defaults,
+        costs={t.provider.id: t.provider.cost for t in judged.targets},
+        limits={t.provider.id: t.provider.max_concurrency for t in judged.targets},
+    )
+
+
+async def _probe(plan: RunPlan, pool: ProviderPool) -> None:
+    """One tiny call to each judge before any completion is paid for (exit 3 when one fails)."""
+    from evalkit.graders import probe
+
+    judges = [] if plan.judged is None else [(t.provider, t.alias) for t in plan.judged.targets]
+    if plan.judge is not None and plan.judge_alias is not None:
+        judges.append((plan.judge, plan.judge_alias))
+    for judge, alias in judges:
+        if judge.adapter != "replay":
+            await probe(pool.get(judge.id), alias)
 
 
 async def _run_all(
@@ -80,10 +115,7 @@ async def _run_all(
     grader = _make_grader(plan, pool, cache)
     runs: list[RunResult] = []
     try:
-        if plan.judge is not None and plan.judge_alias is not None and plan.judge.adapter != "replay":
-            from evalkit.graders import probe
-
-            await probe(pool.get(plan.judge.id), plan.judge_alias)
+        await _probe(plan, pool)
         for prompt_set in plan.sets:
             if on_start is not None:
                 on_start(prompt_set)
@@ -142,6 +174,8 @@ def _prepare_database(plan: RunPlan, cache: StoreCache | None) -> None:
         cache.preload(store, keys)
         if plan.judge is not None and plan.judge_alias is not None:
             cache.preload_instance(store, plan.judge.id, plan.judge_alias)
+        for judge in plan.judged.targets if plan.judged is not None else ():
+            cache.preload_instance(store, judge.provider.id, judge.alias)
 
 
 def _tolerances(prompt_set: PromptSet, overrides: Mapping[str, Decimal]) -> Tolerances:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evalkit.config import Config, ProviderConfig, choose_provider, db_path
 from evalkit.errors import InputError
+from evalkit.pipeline.judging import plan_judged
 from evalkit.pipeline.plans import RetrievalPlan, RunPlan, Target
 from evalkit.providers import check_provider, default_alias
 from evalkit.records import BaselineFile, PromptSet, QuestionSet, RetrievalTolerances
@@ -60,6 +61,7 @@ def plan_run(
     if significance is not None and not 0 < significance < 1:
         raise InputError(f"--significance: must be a number between 0 and 1 (exclusive), got {significance!r}")
     judge_config = _judge(config, grader, judge)
+    judged = plan_judged(sets, config, grader)
     if baselines is not None and not Path(baselines).is_dir():
         raise InputError(f"--baselines {baselines}: no such folder; check the path (evalkit baseline accept writes it)")
     baseline_files = _baseline_files(sets, Path(baselines) if baselines else config.baselines_dir)
@@ -80,6 +82,7 @@ def plan_run(
         significance=significance,
         gate_overrides=dict(gate_overrides or {}),
         baselines=baseline_files,
+        judged=judged,
     )
 
 

@@ -30,6 +30,16 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgedPlan:
+    """The instances serving a plan's model-graded assertions (README "Model-graded assertions"),
+    checked: ``targets`` each with the alias sent, ``defaults`` the instance of each service
+    (judge, embeddings) for the assertions that name none."""
+
+    targets: tuple[Target, ...]
+    defaults: Mapping[str, str | None]
+
+
+@dataclass(frozen=True, slots=True)
 class RunPlan:
     """Everything a run needs, checked: nothing here has called a model or written a file."""
 
@@ -49,6 +59,7 @@ class RunPlan:
     significance: float | None = None
     gate_overrides: Mapping[str, Decimal] = field(default_factory=dict)  # --min-pass-rate, --min-mean-score
     baselines: Mapping[str, BaselineFile] = field(default_factory=dict)  # set id -> its baseline file, read
+    judged: JudgedPlan | None = None  # the sets hold model-graded assertions (and the grader is not decision)
 
     @property
     def provider(self) -> ProviderConfig:
