@@ -34,7 +34,7 @@ def plan_judged(sets: Sequence[PromptSet], config: Config, grader: str) -> Judge
     needed: dict[str, None] = {}
     for prompt_set in sets:
         where = str(prompt_set.path or prompt_set.id)
-        found += problems(prompt_set.prompts, config, where)
+        found += [f"{at}: {said}" for at, said in problems(prompt_set.prompts, config, where)]
         for _, one in served(prompt_set.prompts, config, where):
             if one.kind == "similar":
                 found.append(f"{one.where}: {SIMILAR_PENDING}; remove it or run with --grader decision")

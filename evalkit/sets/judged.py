@@ -52,23 +52,29 @@ def served(prompts: Iterable[Prompt], config: Config, fallback_where: str) -> It
             yield prompt, Served(where, value.kind, service, instance, value.text is None)
 
 
-def problems(prompts: Iterable[Prompt], config: Config, fallback_where: str) -> list[str]:
-    """What ``run`` would refuse, each as ``file:line:col: what to do``."""
-    found: list[str] = []
+def problems(prompts: Iterable[Prompt], config: Config, fallback_where: str) -> list[tuple[str, str]]:
+    """What ``run`` would refuse, each as (``file:line:col``, what to do)."""
+    found: list[tuple[str, str]] = []
     known = {p.id for p in config.providers}
     for prompt, one in served(prompts, config, fallback_where):
         if one.instance is None:
-            found.append(f"{one.where}: {one.kind} needs {_article(one.service)}: {SECTION_HINT[one.service]}")
+            found.append((one.where, f"{one.kind} needs {_article(one.service)}: {SECTION_HINT[one.service]}"))
         elif one.instance not in known:
             listed = ", ".join(sorted(known)) or "none configured"
             found.append(
-                f"{one.where}: {one.kind}: unknown provider instance '{one.instance}' (known: {listed}); "
-                "add it under providers: in evalkit.yaml"
+                (
+                    one.where,
+                    f"{one.kind}: unknown provider instance '{one.instance}' (known: {listed}); "
+                    "add it under providers: in evalkit.yaml",
+                )
             )
         if one.on_reference and not (prompt.reference or "").strip():
             found.append(
-                f"{one.where}: factuality: true compares with the prompt's reference, and prompt "
-                f"'{prompt.id}' has none; add reference: to it or write the facts as the value"
+                (
+                    one.where,
+                    f"factuality: true compares with the prompt's reference, and prompt "
+                    f"'{prompt.id}' has none; add reference: to it or write the facts as the value",
+                )
             )
     return found
 
