@@ -31,6 +31,7 @@ from evalkit.records import (
     Tolerances,
 )
 from evalkit.verdicts import (
+    JUDGED,
     BelowMinimum,
     ComparisonState,
     CriticalFailed,
@@ -39,7 +40,6 @@ from evalkit.verdicts import (
     GateVerdict,
     NotCompared,
     Regressed,
-    JUDGED,
     Yardstick,
 )
 

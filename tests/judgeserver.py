@@ -37,7 +37,7 @@ def level_of(answer: str, criteria: str) -> tuple[int, str]:
     lowered = answer.lower()
     checks = [(bool(neg), phrase.lower()) for neg, phrase in QUOTED.findall(criteria)]
     if not checks:
-        words = [w for w in re.findall(r"[a-z]{5,}", criteria.lower())]
+        words = list(re.findall(r"[a-z]{5,}", criteria.lower()))
         held = all(w in lowered for w in words)
         return (4, "meets every point") if held else (1, "misses the rubric's words")
     right = [phrase for negated, phrase in checks if (phrase in lowered) != negated]

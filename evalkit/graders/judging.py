@@ -54,9 +54,9 @@ class Judgement:
     failure: str | None = None  # why no judgement was reached
 
     @classmethod
-    def failed(cls, kind: str, why: str, calls: int = 0, cached: int = 0, usage: Usage = Usage()) -> Judgement:
+    def failed(cls, kind: str, why: str, calls: int = 0, cached: int = 0, usage: Usage | None = None) -> Judgement:
         reason = f"{kind}: judgement failed: {why}"
-        return cls(Outcome(False, 0.0, reason, undecided=True), None, None, calls, cached, usage, reason)
+        return cls(Outcome(False, 0.0, reason, undecided=True), None, None, calls, cached, usage or Usage(), reason)
 
 
 @record
@@ -93,4 +93,3 @@ def register(name: str, kind: JudgedKind) -> None:
     if name in _KINDS:
         raise ValueError(f"model-graded assertion type {name!r} is registered twice")
     _KINDS[name] = kind
-

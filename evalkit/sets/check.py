@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalkit.answers import read_answers
-from evalkit.config import ANTHROPIC_DEFAULT_URL, CONFIG_NAME, OPENAI_DEFAULT_URL, Config, choose_provider, find_config
 from evalkit.assertions.judged import judged_value
+from evalkit.config import ANTHROPIC_DEFAULT_URL, CONFIG_NAME, OPENAI_DEFAULT_URL, Config, choose_provider, find_config
 from evalkit.errors import InputError, Issue, SetError
-from evalkit.records import Prompt
 from evalkit.proxies import environment_proxy
+from evalkit.records import Prompt
 from evalkit.sets.appcheck import header_env_issues
 from evalkit.sets.baselinefile import load_baseline_file
 from evalkit.sets.cases import grouped, read_cases

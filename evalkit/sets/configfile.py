@@ -87,7 +87,7 @@ def _reference_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> lis
             )
         elif fallback is not None and fallback == provider.get("id"):
             issues.append(doc.issue(("providers", index, "fallback"), "an instance cannot fall back to itself"))
-    named = [(("default_provider",), data.get("default_provider"))]
+    named: list[tuple[tuple[str, ...], Any]] = [(("default_provider",), data.get("default_provider"))]
     for section in ("decision", "judge", "embeddings"):  # the graders' instances
         block = data.get(section)
         named.append(((section, "provider"), block.get("provider") if isinstance(block, dict) else None))

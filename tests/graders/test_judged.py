@@ -149,11 +149,12 @@ def test_the_judge_sees_the_system_prompt_the_conversation_the_tool_calls_and_th
               - rubric: 'Looks the order up: "lookup_order"'
         """,
     )
-    result, doc = run_json(cli)
+    result, _doc = run_json(cli)
     assert result.exit_code == 0, result.stderr
     (graded,) = gradings(judge)
     system, user = graded.json["messages"]
-    assert system["role"] == "system" and "Rate how well a candidate response meets a rubric" in system["content"]
+    assert system["role"] == "system"
+    assert "Rate how well a candidate response meets a rubric" in system["content"]
     parts = sections(user["content"])
     assert "Instructions the response had to follow:\nYou are the support desk of Acme." in user["content"]
     assert "user: Where is my order A17?\nassistant: Let me check. Which country?\nuser: Germany." in parts["Task"]
@@ -177,8 +178,10 @@ def test_a_rerun_of_unchanged_answers_makes_no_judge_call_and_no_cache_asks_agai
     again, doc = run_json(cli)
     assert again.exit_code == 0, again.stderr
     assert len(gradings(judge)) == asked  # every judgement replayed from the completion cache
-    assert doc["judge"]["calls"] == 3 and doc["judge"]["cached"] == 3
-    assert doc["judge"]["input_tokens"] == 0 and doc["judge"]["cost"] == 0.0
+    assert doc["judge"]["calls"] == 3
+    assert doc["judge"]["cached"] == 3
+    assert doc["judge"]["input_tokens"] == 0
+    assert doc["judge"]["cost"] == 0.0
     assert doc["comparison"]["state"] == "compared"
     fresh, doc = run_json(cli, "--no-cache")
     assert fresh.exit_code == 0, fresh.stderr
@@ -249,11 +252,11 @@ def test_runs_of_different_judges_keep_their_own_baselines(cli: Any, project: Pa
     first, doc = run_json(cli)
     assert doc["comparison"]["state"] == "baseline"
     judge.handler = judge_handler(model="judge-model-2")
-    second, doc = run_json(cli, "--no-cache")
+    _second, doc = run_json(cli, "--no-cache")
     assert doc["grader"] == "judged:judge:judge-model-2"
     assert doc["comparison"]["state"] == "baseline"  # a new judge is a new scope: never compared with the old
     judge.handler = judge_handler()
-    third, doc = run_json(cli, "--no-cache")
+    _third, doc = run_json(cli, "--no-cache")
     assert doc["comparison"]["state"] == "compared"
     assert doc["comparison"]["baseline_run_id"] == json.loads(first.stdout)["run_id"]
 
@@ -318,9 +321,9 @@ def test_judge_calls_run_while_generation_goes_on(cli: Any, project: Path, gen: 
     scripted = judge_handler()
 
     def held_judge(request: Recorded) -> Reply:
-        if "Candidate response" in str(request.json) and "refund window" in str(request.json):
-            if not second_asked.wait(timeout=20):  # a guard against hanging, not a timing threshold
-                return openai_reply('{"level": 0, "reason": "judged before the next answer was asked"}')
+        first = "Candidate response" in str(request.json) and "refund window" in str(request.json)
+        if first and not second_asked.wait(timeout=20):  # a guard against hanging, not a timing threshold
+            return openai_reply('{"level": 0, "reason": "judged before the next answer was asked"}')
         return scripted(request)
 
     gen.handler, judge.handler = generate, held_judge

@@ -88,7 +88,8 @@ def test_factuality_true_needs_a_reference(cli: Any, servers: FakeServer) -> Non
     set_with("- factuality: true")
     run_error, validated = refused_with_judge(cli, servers)
     said = "factuality: true compares with the prompt's reference, and prompt 'p' has none"
-    assert said in run_error and said in validated
+    assert said in run_error
+    assert said in validated
     set_with("- factuality: true", reference="\n            reference: Thirty days.")
     assert cli("validate").exit_code == 0
 
@@ -114,7 +115,8 @@ def refused_with_judge(cli: Any, servers: FakeServer) -> tuple[str, str]:
 def test_bad_values_are_exit_2_at_load(cli: Any, servers: FakeServer, assertion: str, said: str) -> None:
     set_with(assertion)
     run_error, validated = refused_with_judge(cli, servers)
-    assert "s.yaml:8:" in run_error and said in run_error, run_error
+    assert "s.yaml:8:" in run_error, run_error
+    assert said in run_error, run_error
     assert said in validated
 
 
@@ -122,7 +124,8 @@ def test_similar_needs_an_embeddings_instance(cli: Any, servers: FakeServer) -> 
     set_with("- similar: {value: Refunds within thirty days}")
     run_error, validated = refused_with_judge(cli, servers)
     said = ":8:9: similar needs an embeddings instance: set embeddings: {provider: ID} in evalkit.yaml"
-    assert said in run_error and said in validated
+    assert said in run_error
+    assert said in validated
 
 
 def test_similar_with_an_embeddings_instance_is_valid_and_run_says_it_needs_the_client(
