@@ -8,7 +8,7 @@ ask for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -96,13 +96,10 @@ def _judged_grader(judged: JudgedPlan, pool: ProviderPool, cache: StoreCache | N
     )
 
 
-async def _probe(plan: RunPlan, pool: ProviderPool) -> None:
-    """One tiny call to each judge before any completion is paid for (exit 3 when one fails)."""
+async def _probe(judges: Sequence[tuple[ProviderConfig, str]], pool: ProviderPool) -> None:
+    """One tiny call to each judge (exit 3 when one fails)."""
     from evalkit.graders import probe
 
-    judges = [] if plan.judged is None else [(t.provider, t.alias) for t in plan.judged.targets]
-    if plan.judge is not None and plan.judge_alias is not None:
-        judges.append((plan.judge, plan.judge_alias))
     for judge, alias in judges:
         if judge.adapter != "replay":
             await probe(pool.get(judge.id), alias)
@@ -113,38 +110,61 @@ async def _run_all(
 ) -> list[RunResult]:
     pool = ProviderPool(_lookup(plan))
     grader = _make_grader(plan, pool, cache)
-    runs: list[RunResult] = []
     try:
-        await _probe(plan, pool)
-        for prompt_set in plan.sets:
-            if on_start is not None:
-                on_start(prompt_set)
-            try:
-                async with asyncio.TaskGroup() as group:
-                    tasks = [
-                        group.create_task(
-                            run_prompt_set(
-                                prompt_set,
-                                pool=pool,
-                                provider=target.provider,
-                                grader=grader,
-                                alias=target.alias,
-                                cache=cache,
-                                read_cache=plan.read_cache,
-                                concurrency=plan.concurrency or max(1, target.provider.max_concurrency),
-                                tolerances=_tolerances(prompt_set, plan.tolerance_overrides),
-                                progress=progress,
-                                grader_cost=plan.judge.cost if plan.judge else None,
-                                repeats=plan.repeats,
-                            )
-                        )
-                        for target in plan.targets
-                    ]
-            except BaseExceptionGroup as failure:
-                raise first_error(failure) from None
-            runs.extend(task.result() for task in tasks)
+        if plan.judge is not None and plan.judge_alias is not None:  # before any completion is paid for
+            await _probe([(plan.judge, plan.judge_alias)], pool)
+        if plan.judged is None:
+            return await _run_sets(plan, pool, grader, cache, progress, on_start)
+        # the judges of model-graded assertions are probed beside the first calls: a failing
+        # probe stops the run (the answers received stay in the cache), a working one costs no wait
+        judges = [(t.provider, t.alias) for t in plan.judged.targets]
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(_probe(judges, pool))
+                ran = group.create_task(_run_sets(plan, pool, grader, cache, progress, on_start))
+        except BaseExceptionGroup as failure:
+            raise first_error(failure) from None
+        return ran.result()
     finally:
         await pool.aclose()
+
+
+async def _run_sets(
+    plan: RunPlan,
+    pool: ProviderPool,
+    grader: Grader,
+    cache: StoreCache | None,
+    progress: Progress | None,
+    on_start: Callable[[PromptSet], None] | None,
+) -> list[RunResult]:
+    runs: list[RunResult] = []
+    for prompt_set in plan.sets:
+        if on_start is not None:
+            on_start(prompt_set)
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [
+                    group.create_task(
+                        run_prompt_set(
+                            prompt_set,
+                            pool=pool,
+                            provider=target.provider,
+                            grader=grader,
+                            alias=target.alias,
+                            cache=cache,
+                            read_cache=plan.read_cache,
+                            concurrency=plan.concurrency or max(1, target.provider.max_concurrency),
+                            tolerances=_tolerances(prompt_set, plan.tolerance_overrides),
+                            progress=progress,
+                            grader_cost=plan.judge.cost if plan.judge else None,
+                            repeats=plan.repeats,
+                        )
+                    )
+                    for target in plan.targets
+                ]
+        except BaseExceptionGroup as failure:
+            raise first_error(failure) from None
+        runs.extend(task.result() for task in tasks)
     return runs
 
 

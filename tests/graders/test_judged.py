@@ -341,3 +341,11 @@ def test_grader_decision_replaces_the_model_graded_assertions(cli: Any, project:
     assert result.exit_code == 0, result.stderr
     assert doc["grader"] == f"decision:judge:{JUDGE_MODEL}:v1"
     assert all(item["assertions"] == [] for item in doc["items"])
+
+
+def test_a_judge_that_does_not_answer_its_probe_stops_the_run(cli: Any, project: Path, judge: FakeServer) -> None:
+    judge.handler = lambda r: Reply(status=500, json={"error": {"message": "down"}})
+    write(Path("sets/refund.yaml"), REFUND_SET)
+    result = cli("run", "sets/refund.yaml")
+    assert result.exit_code == 3
+    assert "the judge 'judge' did not answer a readiness probe" in result.stderr
