@@ -153,7 +153,9 @@ def measure(provider: str, config: Path | None) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--provider", required=True, help="the judge: a provider instance id (local: the embedded model)")
+    parser.add_argument(
+        "--provider", required=True, help="the judge: a provider instance id (local: the embedded model)"
+    )
     parser.add_argument("--config", type=Path, default=Path("evalkit.yaml"), help="the evalkit.yaml that defines it")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args()

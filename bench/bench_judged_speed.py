@@ -35,7 +35,9 @@ def judged_run(*, n: int, url: str, judge_url: str | None, concurrency: int) -> 
     """One whole ``evalkit run`` of (b); with ``judge_url``, one rubric per prompt."""
     with tempfile.TemporaryDirectory(prefix="evalkit-bench-") as tmp:
         folder = Path(tmp)
-        suite = evalkit_suite(folder, "bench.judged", n, url, concurrency, "Question number {i}: what is the answer?", 32)
+        suite = evalkit_suite(
+            folder, "bench.judged", n, url, concurrency, "Question number {i}: what is the answer?", 32
+        )
         if judge_url is not None:
             text = suite.read_text().replace(
                 "      - json_schema: {type: object, required: [answer]}\n",
@@ -45,8 +47,7 @@ def judged_run(*, n: int, url: str, judge_url: str | None, concurrency: int) -> 
             suite.write_text(text)
             config = folder / "evalkit.yaml"
             config.write_text(
-                config.read_text()
-                + f"  - {{id: judge, adapter: openai, base_url: '{judge_url}', model: judge, "
+                config.read_text() + f"  - {{id: judge, adapter: openai, base_url: '{judge_url}', model: judge, "
                 f"max_concurrency: {concurrency}, timeout_s: 300}}\njudge: {{provider: judge}}\ndefault_provider: bench\n"
             )
         measured, doc = run_evalkit(folder, concurrency)

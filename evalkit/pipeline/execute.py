@@ -114,14 +114,14 @@ async def _run_all(
         if plan.judge is not None and plan.judge_alias is not None:  # before any completion is paid for
             await _probe([(plan.judge, plan.judge_alias)], pool)
         if plan.judged is None:
-            return await _run_sets(plan, pool, grader, cache, progress, on_start)
+            return await _run_sets(plan, pool, grader, cache, progress=progress, on_start=on_start)
         # the judges of model-graded assertions are probed beside the first calls: a failing
         # probe stops the run (the answers received stay in the cache), a working one costs no wait
         judges = [(t.provider, t.alias) for t in plan.judged.targets]
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(_probe(judges, pool))
-                ran = group.create_task(_run_sets(plan, pool, grader, cache, progress, on_start))
+                ran = group.create_task(_run_sets(plan, pool, grader, cache, progress=progress, on_start=on_start))
         except BaseExceptionGroup as failure:
             raise first_error(failure) from None
         return ran.result()
@@ -134,6 +134,7 @@ async def _run_sets(
     pool: ProviderPool,
     grader: Grader,
     cache: StoreCache | None,
+    *,
     progress: Progress | None,
     on_start: Callable[[PromptSet], None] | None,
 ) -> list[RunResult]:

@@ -31,7 +31,7 @@ def plan_judged(sets: Sequence[PromptSet], config: Config, grader: str) -> Judge
     if grader == "decision":
         return None
     found: list[str] = []
-    needed: dict[str, None] = {}
+    needed: dict[str, set[str]] = {}
     for prompt_set in sets:
         where = str(prompt_set.path or prompt_set.id)
         found += [f"{at}: {said}" for at, said in problems(prompt_set.prompts, config, where)]
@@ -39,7 +39,7 @@ def plan_judged(sets: Sequence[PromptSet], config: Config, grader: str) -> Judge
             if one.kind == "similar":
                 found.append(f"{one.where}: {SIMILAR_PENDING}; remove it or run with --grader decision")
             if one.instance is not None:
-                needed[one.instance] = None
+                needed.setdefault(one.instance, set()).add(one.service)
     if found:
         more = f" (and {len(found) - 1} more: evalkit validate lists them)" if len(found) > 1 else ""
         raise InputError(found[0] + more)
@@ -50,4 +50,5 @@ def plan_judged(sets: Sequence[PromptSet], config: Config, grader: str) -> Judge
         instance = config.provider(instance_id)
         check_provider(instance)  # a missing key or model file fails here, not at the first judgement
         targets.append(Target(instance, default_alias(instance)))
-    return JudgedPlan(tuple(targets), {service: default_instance(config, service) for service in SERVICES})
+    defaults = {service: default_instance(config, service) for service in SERVICES}
+    return JudgedPlan(tuple(targets), defaults, {i: frozenset(s) for i, s in needed.items()})

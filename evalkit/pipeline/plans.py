@@ -33,10 +33,12 @@ class Target:
 class JudgedPlan:
     """The instances serving a plan's model-graded assertions (README "Model-graded assertions"),
     checked: ``targets`` each with the alias sent, ``defaults`` the instance of each service
-    (judge, embeddings) for the assertions that name none."""
+    (judge, embeddings) for the assertions that name none, ``services`` what each instance
+    serves (an instance may be a judge and an embeddings instance both)."""
 
     targets: tuple[Target, ...]
     defaults: Mapping[str, str | None]
+    services: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

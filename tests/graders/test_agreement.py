@@ -11,18 +11,14 @@ are those of an independent count of the same verdicts.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from bench.bench_judge import SET_ID, agreement, load_labelled, write_project
 from tests.fakeserver import FakeServer
 from tests.judgeserver import JUDGE_MODEL, judge_handler, level_of
-
-sys.path.insert(0, str(REPO))
-from bench.bench_judge import SET_ID, agreement, load_labelled, write_project  # noqa: E402
 
 
 def test_the_labelled_set_is_forty_answers_half_pass_half_fail() -> None:

@@ -349,3 +349,21 @@ def test_a_judge_that_does_not_answer_its_probe_stops_the_run(cli: Any, project:
     result = cli("run", "sets/refund.yaml")
     assert result.exit_code == 3
     assert "the judge 'judge' did not answer a readiness probe" in result.stderr
+
+
+def test_a_committed_baseline_keeps_its_judge(cli: Any, project: Path, judge: FakeServer) -> None:
+    write(Path("sets/refund.yaml"), REFUND_SET)
+    run_json(cli)
+    assert cli("baseline", "accept").exit_code == 0
+    (entry,) = json.loads(Path("baselines/support.refund.json").read_text())["baselines"]
+    assert entry["grader"] == f"judged:judge:{JUDGE_MODEL}"
+    _, doc = run_json(cli, "--no-cache")
+    assert doc["comparison"]["baseline_source"] == "file"
+    judge.handler = judge_handler(model="judge-model-2")  # another judge: the file's entry is not its baseline
+    _, doc = run_json(cli, "--no-cache")
+    assert doc["grader"] == "judged:judge:judge-model-2"
+    assert doc["comparison"]["state"] == "not_compared"
+    reason = doc["comparison"]["reason"]
+    assert "has no baseline for support.refund" in reason
+    assert "graded by judged:judge:judge-model-2" in reason
+    assert "graded by judged:judge:judge-model-1" in reason  # what the file holds, said
