@@ -92,3 +92,10 @@ def test_apps_bench_smoke() -> None:
     assert '"http_vs_openai"' in out
     assert "python adapter, sync function:" in out
     assert "python adapter, async function:" in out
+
+
+@pytest.mark.slow
+def test_judged_speed_bench_smoke() -> None:
+    out = run("bench/bench_judged_speed.py", "--n", "8", "--runs", "1")
+    assert "with one rubric per prompt" in out
+    assert '"grader": "judged:judge:bench-model"' in out
