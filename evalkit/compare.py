@@ -31,6 +31,7 @@ from evalkit.records import (
     Tolerances,
 )
 from evalkit.verdicts import (
+    JUDGED,
     BelowMinimum,
     ComparisonState,
     CriticalFailed,
@@ -111,9 +112,10 @@ def not_comparable_reason(run: RunResult) -> str | None:
     if yardstick.judged and not yardstick.verified:
         return "the judge reported no model, so its yardstick cannot be verified"
     if not yardstick.shared:  # only a run stored under one full yardstick can be compared
+        what = "judgement" if yardstick.kind == JUDGED else "decision"
         if yardstick.judged and yardstick.failed:
-            return "every decision failed, so the run has no yardstick"
-        return "its gradings do not share one yardstick (some decisions failed or the judge model changed)"
+            return f"every {what} failed, so the run has no yardstick"
+        return f"its gradings do not share one yardstick (some {what}s failed or the judge model changed)"
     return None
 
 

@@ -114,6 +114,8 @@ class Config:
     retention_days: int = 90
     default_provider: str | None = None
     decision_provider: str | None = None
+    judge_provider: str | None = None  # model-graded assertions' judge (README "Model-graded assertions")
+    embeddings_provider: str | None = None  # similar assertions' embeddings instance
     cache: bool = True
     cache_ttl_days: int = 30  # older entries are not read (docs/contract.md "The completion cache")
     batch_poll_s: float = 60.0  # the longest pause between two polls of a provider batch (README "Batches")
@@ -145,6 +147,11 @@ class Config:
             f"unknown provider instance '{instance_id}' (known: {known}); "
             f"add it under providers: in {self.path or CONFIG_NAME}"
         )
+
+    @property
+    def judge(self) -> str | None:
+        """The judge of model-graded assertions: ``judge.provider``, else ``decision.provider``."""
+        return self.judge_provider or self.decision_provider
 
     def retriever(self, retriever_id: str) -> RetrieverConfig:
         for r in self.retrievers:

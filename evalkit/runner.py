@@ -22,12 +22,15 @@ from typing import Any
 from evalkit.config import APPLICATION_ADAPTERS, Cost, ProviderConfig
 from evalkit.errors import ProviderError, ProviderRefused
 from evalkit.graders.decision import prompt_text
+from evalkit.graders.judged import JudgedGrader
+from evalkit.graders.judged import stored_grader as judged_grader
 from evalkit.protocols import CompletionCache, Grader, Provider
 from evalkit.providers import ProviderPool, caches_answers, default_alias
 from evalkit.records import (
     CallFacts,
     Completion,
     CompletionRequest,
+    Grade,
     ItemResult,
     Message,
     Prompt,
@@ -37,7 +40,7 @@ from evalkit.records import (
     Tolerances,
     without_lone_surrogates,
 )
-from evalkit.verdicts import Yardstick
+from evalkit.verdicts import JUDGED, Yardstick
 
 Progress = Callable[[ItemResult], None]
 
@@ -241,10 +244,29 @@ async def run_items(
     results: list[ItemResult | None] = [None] * total
     queue: Iterator[int] = iter(range(total))
 
-    async def worker() -> None:
+    def record(index: int, result: ItemResult) -> None:
+        results[index] = result
+        if progress is not None:
+            progress(result)
+
+    async def graded(index: int, prompt: Prompt, request: CompletionRequest, completion: Completion) -> None:
+        facts = call_facts(caller, completion)
+        grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving, facts)
+        record(index, graded_item(prompt, request, completion, grade, index % repeats))
+
+    async def worker(group: asyncio.TaskGroup) -> None:
         for index in queue:
             prompt, repeat = prompts[index // repeats], index % repeats
             request = build_request(prompt_set, prompt, alias)
+            if judging is not None and judging.judges(prompt):
+                # a judge's call starts when the answer arrives, and the worker takes the next
+                # prompt meanwhile (README "Model-graded assertions": judged beside generation)
+                answered = await answer(prompt, request, caller, instance_id, repeat)
+                if isinstance(answered, ItemResult):
+                    record(index, answered)
+                else:
+                    group.create_task(graded(index, prompt, request, answered))
+                continue
             result = await run_one(
                 prompt_set,
                 prompt=prompt,
@@ -254,15 +276,14 @@ async def run_items(
                 grader=grader,
                 repeat=repeat,
             )
-            results[index] = result
-            if progress is not None:
-                progress(result)
+            record(index, result)
 
+    judging = grader if isinstance(grader, JudgedGrader) else None
     workers = max(1, min(concurrency, total))
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
-                group.create_task(worker())
+                group.create_task(worker(group))
     except BaseExceptionGroup as group_error:
         raise first_error(group_error) from None
     return [r for r in results if r is not None]
@@ -293,8 +314,19 @@ async def run_one(
     grader: Grader,
     repeat: int = 0,
 ) -> ItemResult:
+    completion = await answer(prompt, request, caller, instance_id, repeat)
+    if isinstance(completion, ItemResult):
+        return completion
+    grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving, call_facts(caller, completion))
+    return graded_item(prompt, request, completion, grade, repeat)
+
+
+async def answer(
+    prompt: Prompt, request: CompletionRequest, caller: Caller, instance_id: str, repeat: int
+) -> Completion | ItemResult:
+    """The prompt's answer, or its item when the call failed after retries and fallbacks."""
     try:
-        completion = await caller.complete(instance_id, request, repeat)
+        return await caller.complete(instance_id, request, repeat)
     except ProviderRefused:
         raise
     except ProviderError as exc:
@@ -302,7 +334,12 @@ async def run_one(
             id=prompt.id, passed=False, score=0.0, reason=f"error: {exc}", error=str(exc), prompt=prompt_text(prompt),
             system=request.system, repeat=repeat,
         )  # fmt: skip
-    grade = await grader.grade(prompt_set, prompt, completion.text, completion.serving, call_facts(caller, completion))
+
+
+def graded_item(
+    prompt: Prompt, request: CompletionRequest, completion: Completion, grade: Grade, repeat: int
+) -> ItemResult:
+    """The item of an answer and its grade; a failed judgement of a model-graded assertion errors it."""
     reason = grade.reason
     if not grade.passed and completion.truncated:  # else it reads as a wrong answer, not a short one
         reason += " (the answer was cut off at max_tokens; raise it in the set's params)"
@@ -310,7 +347,7 @@ async def run_one(
         reason += f" (implausible token counts from the endpoint not counted: {', '.join(completion.usage.dropped)})"
     return ItemResult(  # built whole: dataclasses.replace costs more than the grading of three assertions
         id=prompt.id,
-        passed=grade.passed,
+        passed=grade.passed and grade.error is None,
         score=grade.score,
         reason=reason,
         latency_ms=completion.latency_ms,
@@ -330,6 +367,10 @@ async def run_one(
         cached_at=completion.cached_at,
         tool_calls=completion.tool_calls,
         context=completion.context,
+        error=grade.error,
+        judge_calls=grade.judge_calls,
+        judge_cached=grade.judge_cached,
+        grader_cost=grade.cost,
     )
 
 
@@ -362,6 +403,8 @@ def call_facts(caller: Caller, completion: Completion) -> CallFacts:
 
 def stored_grader(grader_name: str, items: Sequence[ItemResult]) -> str:
     """The grader a run is stored under: the shared yardstick, else what README "Graders" prescribes."""
+    if grader_name == JUDGED:  # README "Model-graded assertions"
+        return judged_grader(items) or JUDGED
     graded = [i for i in items if not i.errored]
     yardsticks = {i.yardstick for i in graded}
     if grader_name != "decision":
@@ -418,7 +461,7 @@ async def run_prompt_set(
         set_fingerprint=fingerprint,
         provider=provider.id,
         model=sent_alias,
-        grader=stored_grader(grader.name, items),
+        grader=stored_grader(grader.name_for(prompt_set) if isinstance(grader, JudgedGrader) else grader.name, items),
         started_at=utc_now(start),
         finished_at=utc_now(),
         tolerances=tolerances or prompt_set.tolerances,
@@ -426,9 +469,18 @@ async def run_prompt_set(
         set_path=str(prompt_set.path) if prompt_set.path else None,
         adapter=provider.adapter,
         cost=run_cost(items, provider.cost),
-        grader_cost=grader_cost.of(*_judge_tokens(items)) if grader_cost else None,
+        grader_cost=_grader_cost(items, grader_cost),
         repeats=repeats,
     )
+
+
+def _grader_cost(items: Sequence[ItemResult], decision_cost: Cost | None) -> float | None:
+    """The judge's priced cost: the decision judge's tokens at its price, or the sum of the
+    model-graded assertions' priced calls (None when no judge is priced)."""
+    if decision_cost is not None:
+        return decision_cost.of(*_judge_tokens(items))
+    priced = [i.grader_cost for i in items if i.grader_cost is not None]
+    return sum(priced) if priced else None
 
 
 def _judge_tokens(items: Sequence[ItemResult]) -> tuple[int, int]:

@@ -9,7 +9,7 @@ state serialises to what it always did. Nothing here imports the rest of evalkit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
@@ -76,19 +76,28 @@ class Yardstick:
     keep (README "Graders"): ``deterministic``, ``retrieval_hit_rate``, a judge's
     ``decision:<judge instance>:<reported model>:v<version>`` (the reported model ends ``?``
     when the judge reported none), ``decision`` for a run whose gradings do not share one, and
-    ``<kind>:failed`` when every grading failed. ``str()`` gives the stored string back."""
+    ``<kind>:failed`` when every grading failed; and a run with model-graded assertions
+    ``judged:<identities>`` (README "Model-graded assertions"): the ``<instance>:<reported model>``
+    of each judge and embeddings instance that served it, sorted and joined by ``+``, plain
+    ``judged`` when its judgements do not share them. ``str()`` gives the stored string back."""
 
     kind: str
     instance: str | None = None  # the judge's provider instance
     reported_model: str | None = None  # the model the judge reported
     version: int | None = None
     failed: bool = False
+    identities: tuple[str, ...] = ()  # judged: each serving instance's ``<instance>:<reported model>``
 
     @classmethod
     def parse(cls, text: str) -> Yardstick:
         kind, _, rest = text.partition(":")
         if rest == "failed":
             return cls(kind, failed=True)
+        if kind == JUDGED:
+            served = tuple(rest.split("+")) if rest else ()
+            if all(_identity(i) for i in served):
+                return cls(kind, identities=served)
+            return cls(text)
         instance, _, tail = rest.partition(":")
         reported, _, version = tail.rpartition(":v")
         numbered = version.isascii() and version.isdigit() and str(int(version)) == version
@@ -100,32 +109,50 @@ class Yardstick:
     def decision(cls, instance: str, reported_model: str, version: int) -> Yardstick:
         return cls(DECISION, instance, reported_model, version)
 
+    @classmethod
+    def judged_by(cls, identities: Iterable[str]) -> Yardstick:
+        """A run's or an item's judged yardstick from the identities that served it."""
+        return cls(JUDGED, identities=tuple(sorted(set(identities))))
+
     def __str__(self) -> str:
         if self.failed:
             return f"{self.kind}:failed"
+        if self.identities:
+            return f"{self.kind}:{'+'.join(self.identities)}"
         if self.version is None:
             return self.kind
         return f"{self.kind}:{self.instance}:{self.reported_model}:v{self.version}"
 
     @property
     def judged(self) -> bool:
-        """Measured by the decision grader (the judge), in full or in part."""
-        return self.kind == DECISION
+        """Measured by a model: the decision grader (the judge), or model-graded assertions, in full or in part."""
+        return self.kind in (DECISION, JUDGED)
 
     @property
     def shared(self) -> bool:
         """One full yardstick: a deterministic or retrieval scoring, or one judge's decisions."""
         if self.failed:
             return False
+        if self.kind == JUDGED:
+            return bool(self.identities)
         return self.kind in WHOLE_YARDSTICKS or (self.judged and self.version is not None)
 
     @property
     def verified(self) -> bool:
         """The judge reported the model that graded (a deterministic yardstick needs none)."""
+        if self.identities:
+            return not any(i.endswith("?") for i in self.identities)
         return not (self.reported_model or "").endswith("?")
 
 
+def _identity(text: str) -> bool:
+    """``<instance>:<reported model>``, both present."""
+    instance, _, model = text.partition(":")
+    return bool(instance and model)
+
+
 DECISION = "decision"
+JUDGED = "judged"
 WHOLE_YARDSTICKS = ("deterministic", "retrieval_hit_rate")
 
 

@@ -105,3 +105,9 @@ def test_batch_bench_smoke() -> None:
     out = run("bench/bench_batch.py", "--n", "30")
     assert '"submit_plus_collect_s"' in out
     assert '"passed": 30' in out
+
+
+def test_judged_speed_bench_smoke() -> None:
+    out = run("bench/bench_judged_speed.py", "--n", "8", "--runs", "1")
+    assert "with one rubric per prompt" in out
+    assert '"grader": "judged:judge:bench-model"' in out

@@ -209,8 +209,10 @@ class DecisionGrader:
         )
         usage = Usage()
         problems: list[str] = []
+        calls = cached = 0
         # First structured (with logprobs where offered), then once more as plain text.
         for request in (structured, replace(structured, response_schema=None, top_logprobs=0)):
+            calls += 1
             try:
                 completion = await self.judge.complete(request)
             except ProviderRefused:
@@ -218,14 +220,17 @@ class DecisionGrader:
             except ProviderError as exc:
                 problems.append(str(exc))
                 continue
-            if not completion.cached:
+            if completion.cached:
+                cached += 1
+            else:
                 usage = usage + completion.usage
             grade = self._judged(completion)
             if grade is not None:
-                return replace(grade, usage=usage, cached=completion.cached)
+                return replace(grade, usage=usage, cached=completion.cached, judge_calls=calls, judge_cached=cached)
             problems.append(f"unparseable judge answer {excerpt(completion.text, 80, flatten=True)}")
         reason = "Decision failed: " + "; retry: ".join(problems)
-        return Grade(False, 0.0, reason, yardstick=None, usage=usage)  # no yardstick: nothing measured it
+        # no yardstick: nothing measured it
+        return Grade(False, 0.0, reason, yardstick=None, usage=usage, judge_calls=calls, judge_cached=cached)
 
     def _judged(self, completion: Completion) -> Grade | None:
         try:

@@ -16,12 +16,14 @@ grader's) ten seconds (``patterns.REGEX_TIMEOUT_S``, ``RUN_REGEX_S``; README "Se
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from evalkit.assertions import patterns, registry
 from evalkit.assertions.patterns import SlowRegex
-from evalkit.assertions.registry import HELD, Context, RegexClock
+from evalkit.assertions.registry import HELD, Context, Outcome, RegexClock
 from evalkit.records import (
     Assertion,
     AssertionResult,
@@ -126,10 +128,15 @@ class DeterministicGrader:
         response: str,
         serving: ServingRecord | None,
         call: CallFacts | None = None,
+        *,
+        judgements: Mapping[Any, Outcome] | None = None,
     ) -> Grade:
-        """``call``: the facts of the call, for latency_ms and cost."""
+        """``call``: the facts of the call, for latency_ms and cost; ``judgements``: the outcomes
+        of the prompt's model-graded assertions (``evalkit.graders.judged``)."""
         # evalkit's own types but latency_ms and cost read only the regex budget of the context
         context = _context(prompt_set, prompt, call) if _reads_context(prompt) else _BUDGETED
+        if judgements:
+            context = replace(context, judgements=judgements)
         try:
             return grade_assertions(prompt, response, context)
         except SlowRegex:

@@ -8,7 +8,7 @@ ask for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, TypeVar
@@ -17,7 +17,7 @@ from evalkit.config import ProviderConfig
 from evalkit.memory import running
 from evalkit.pipeline.persist import interrupted, persist
 from evalkit.pipeline.plan import fallback_chain
-from evalkit.pipeline.plans import Progress, RetrievalPlan, RunPlan
+from evalkit.pipeline.plans import JudgedPlan, Progress, RetrievalPlan, RunPlan
 from evalkit.pipeline.shards import as_part
 from evalkit.pipeline.verdict import prompt_ending, retrieval_ending
 from evalkit.protocols import Grader, Provider
@@ -41,7 +41,10 @@ def run_async(coro: Coroutine[object, object, T]) -> T:
     async def main() -> None:
         box.append(await coro)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        coro.close()  # a no-op once it ran; spares a never-started one the "never awaited" warning
     return box[0]
 
 
@@ -95,10 +98,42 @@ def _make_grader(plan: RunPlan, pool: ProviderPool, cache: StoreCache | None) ->
     from evalkit.graders import DecisionGrader, DeterministicGrader
     from evalkit.runner import CachedProvider
 
+    if plan.judged is not None:
+        return _judged_grader(plan.judged, pool, cache, plan.read_cache)
     if plan.judge is None or plan.judge_alias is None:
         return DeterministicGrader()
     judge = CachedProvider(pool.get(plan.judge.id), cache, plan.read_cache, pool.endpoint(plan.judge.id))
     return DecisionGrader(judge, plan.judge_alias)
+
+
+def _judged_grader(judged: JudgedPlan, pool: ProviderPool, cache: StoreCache | None, read_cache: bool) -> Grader:
+    """The judged grader over the plan's judge and embeddings instances, each seen through the
+    completion cache (README "Model-graded assertions")."""
+    from evalkit.graders import Instance, JudgedGrader
+    from evalkit.runner import CachedProvider
+
+    instances = {}
+    for target in judged.targets:
+        instance_id = target.provider.id
+        client = CachedProvider(
+            pool.get(instance_id), cache, read_cache, pool.endpoint(instance_id), caches_answers(target.provider)
+        )
+        instances[instance_id] = Instance(instance_id, client, target.alias)
+    return JudgedGrader(
+        instances,
+        judged.defaults,
+        costs={t.provider.id: t.provider.cost for t in judged.targets},
+        limits={t.provider.id: t.provider.max_concurrency for t in judged.targets},
+    )
+
+
+async def _probe(judges: Sequence[tuple[ProviderConfig, str]], pool: ProviderPool) -> None:
+    """One tiny call to each judge (exit 3 when one fails)."""
+    from evalkit.graders import probe
+
+    for judge, alias in judges:
+        if judge.adapter != "replay":
+            await probe(pool.get(judge.id), alias)
 
 
 async def _run_all(
@@ -110,41 +145,62 @@ async def _run_all(
 ) -> list[RunResult]:
     pool = ProviderPool(_lookup(plan), factory) if factory is not None else ProviderPool(_lookup(plan))
     grader = _make_grader(plan, pool, cache)
-    runs: list[RunResult] = []
     try:
-        if plan.judge is not None and plan.judge_alias is not None and plan.judge.adapter != "replay":
-            from evalkit.graders import probe
-
-            await probe(pool.get(plan.judge.id), plan.judge_alias)
-        for prompt_set in plan.sets:
-            if on_start is not None:
-                on_start(prompt_set)
-            try:
-                async with asyncio.TaskGroup() as group:
-                    tasks = [
-                        group.create_task(
-                            run_prompt_set(
-                                prompt_set,
-                                pool=pool,
-                                provider=target.provider,
-                                grader=grader,
-                                alias=target.alias,
-                                cache=cache,
-                                read_cache=plan.read_cache,
-                                concurrency=plan.concurrency or max(1, target.provider.max_concurrency),
-                                tolerances=_tolerances(prompt_set, plan.tolerance_overrides),
-                                progress=progress,
-                                grader_cost=plan.judge.cost if plan.judge else None,
-                                repeats=plan.repeats,
-                            )
-                        )
-                        for target in plan.targets
-                    ]
-            except BaseExceptionGroup as failure:
-                raise first_error(failure) from None
-            runs.extend(task.result() for task in tasks)
+        if plan.judge is not None and plan.judge_alias is not None:  # before any completion is paid for
+            await _probe([(plan.judge, plan.judge_alias)], pool)
+        if plan.judged is None:
+            return await _run_sets(plan, pool, grader, cache, progress=progress, on_start=on_start)
+        # the judges of model-graded assertions are probed beside the first calls: a failing
+        # probe stops the run (the answers received stay in the cache), a working one costs no wait
+        judges = [(t.provider, t.alias) for t in plan.judged.targets]
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(_probe(judges, pool))
+                ran = group.create_task(_run_sets(plan, pool, grader, cache, progress=progress, on_start=on_start))
+        except BaseExceptionGroup as failure:
+            raise first_error(failure) from None
+        return ran.result()
     finally:
         await pool.aclose()
+
+
+async def _run_sets(
+    plan: RunPlan,
+    pool: ProviderPool,
+    grader: Grader,
+    cache: StoreCache | None,
+    *,
+    progress: Progress | None,
+    on_start: Callable[[PromptSet], None] | None,
+) -> list[RunResult]:
+    runs: list[RunResult] = []
+    for prompt_set in plan.sets:
+        if on_start is not None:
+            on_start(prompt_set)
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [
+                    group.create_task(
+                        run_prompt_set(
+                            prompt_set,
+                            pool=pool,
+                            provider=target.provider,
+                            grader=grader,
+                            alias=target.alias,
+                            cache=cache,
+                            read_cache=plan.read_cache,
+                            concurrency=plan.concurrency or max(1, target.provider.max_concurrency),
+                            tolerances=_tolerances(prompt_set, plan.tolerance_overrides),
+                            progress=progress,
+                            grader_cost=plan.judge.cost if plan.judge else None,
+                            repeats=plan.repeats,
+                        )
+                    )
+                    for target in plan.targets
+                ]
+        except BaseExceptionGroup as failure:
+            raise first_error(failure) from None
+        runs.extend(task.result() for task in tasks)
     return runs
 
 
@@ -174,6 +230,8 @@ def _prepare_database(plan: RunPlan, cache: StoreCache | None) -> None:
         cache.preload(store, keys)
         if plan.judge is not None and plan.judge_alias is not None:
             cache.preload_instance(store, plan.judge.id, plan.judge_alias)
+        for judge in plan.judged.targets if plan.judged is not None else ():
+            cache.preload_instance(store, judge.provider.id, judge.alias)
 
 
 def _tolerances(prompt_set: PromptSet, overrides: Mapping[str, Decimal]) -> Tolerances:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evalkit.config import Config, ProviderConfig, choose_provider, db_path
 from evalkit.errors import InputError
+from evalkit.pipeline.judging import plan_judged
 from evalkit.pipeline.plans import RetrievalPlan, RunPlan, Target
 from evalkit.pipeline.shards import plan_shard, refused_options
 from evalkit.providers import check_provider, default_alias
@@ -74,6 +75,7 @@ def plan_run(
         raise InputError(f"--concurrency must be at least 1, got {concurrency}")
     check_significance(significance)
     judge_config = _judge(config, grader, judge)
+    judged = plan_judged(sets, config, grader)
     baseline_files = read_baselines([s.id for s in sets], config, baselines)
     return RunPlan(
         sets=tuple(sets),
@@ -95,6 +97,7 @@ def plan_run(
         shard=sharded.shard if sharded else None,
         fingerprints=sharded.fingerprints if sharded else {},
         set_shards=sharded.shards if sharded else {},
+        judged=judged,
     )
 
 

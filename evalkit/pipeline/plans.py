@@ -30,6 +30,18 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgedPlan:
+    """The instances serving a plan's model-graded assertions (README "Model-graded assertions"),
+    checked: ``targets`` each with the alias sent, ``defaults`` the instance of each service
+    (judge, embeddings) for the assertions that name none, ``services`` what each instance
+    serves (an instance may be a judge and an embeddings instance both)."""
+
+    targets: tuple[Target, ...]
+    defaults: Mapping[str, str | None]
+    services: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class RunPlan:
     """Everything a run needs, checked: nothing here has called a model or written a file."""
 
@@ -52,6 +64,7 @@ class RunPlan:
     shard: Shard | None = None  # run --shard: ``sets`` hold this shard's part of each set
     fingerprints: Mapping[str, str] = field(default_factory=dict)  # with a shard: each whole set's fingerprint
     set_shards: Mapping[str, Shard] = field(default_factory=dict)  # with a shard: each set's part, with its facts
+    judged: JudgedPlan | None = None  # the sets hold model-graded assertions (and the grader is not decision)
 
     @property
     def provider(self) -> ProviderConfig:

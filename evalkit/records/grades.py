@@ -16,6 +16,7 @@ class AssertionResult:
     reason: str = ""
     score: float | None = None  # None: 1.0 when it passed, else 0.0
     weight: float = 1.0
+    yardstick: str | None = None  # a model-graded one: <profile>:<instance>:<reported model>:v<version>
 
     @property
     def value(self) -> float:
@@ -57,6 +58,10 @@ class Grade:
     yardstick: str | None = "deterministic"  # None: the grading failed, nothing measured it
     usage: Usage = Usage()
     cached: bool = False  # the judge's answer came from the completion cache
+    error: str | None = None  # a model-graded assertion could not be judged: the item is errored
+    judge_calls: int = 0  # judge and embedding calls asked for this answer (cached ones included)
+    judge_cached: int = 0  # of them, answered by the completion cache
+    cost: float | None = None  # the priced cost of those calls (None: no judge instance is priced)
 
 
 @record
@@ -85,6 +90,9 @@ class ItemResult:
     cached_at: str | None = None  # the answer came from a cache entry stored before this run, written then
     tool_calls: tuple[ToolCall, ...] = ()  # answer content: stored and shown per privacy level
     context: JsonValue = None
+    judge_calls: int = 0  # model-graded assertions: judge and embedding calls (README "Model-graded assertions")
+    judge_cached: int = 0
+    grader_cost: float | None = None
 
     @property
     def errored(self) -> bool:

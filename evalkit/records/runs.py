@@ -100,6 +100,8 @@ class RunResult:
     grader_usage: Usage = Usage()
     cost: float | None = None
     grader_cost: float | None = None
+    judge_calls: int = 0  # judge and embedding calls (README "Model-graded assertions"), cached ones included
+    judge_cached: int = 0  # of them, answered by the completion cache
     repeats: int = 1
     gate: GateVerdict | None = None  # the gate verdict, once decided (evalkit.compare.gate_of)
     kind: Literal["prompts"] = "prompts"
@@ -114,6 +116,8 @@ class RunResult:
                 usage = usage + item.usage
             grader_usage = grader_usage + item.grader_usage
         return cls(
+            judge_calls=sum(i.judge_calls for i in items),
+            judge_cached=sum(i.judge_cached for i in items),
             items=items,
             generator=shared_generator([i.serving for i in items]),
             totals=Aggregates.of(items),

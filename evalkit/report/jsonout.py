@@ -9,7 +9,7 @@ from typing import Any
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
 from evalkit.report.summary import cached_before_run, cached_counts
-from evalkit.verdicts import ComparisonState, GateVerdict
+from evalkit.verdicts import ComparisonState, GateVerdict, Yardstick
 
 
 def item_json(run: RunResult) -> list[dict[str, Any]]:
@@ -23,7 +23,9 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
             "latency_ms": round(item.latency_ms, 3) if item.latency_ms is not None else None,
             "error": item.error,
             "assertions": [
-                {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight} for a in item.assertions
+                {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight}
+                | ({"yardstick": a.yardstick} if a.yardstick else {})
+                for a in item.assertions
             ],
         }
         if item.prompt:  # as kept: a conversation as ``role: content`` lines; none below privacy redacted
@@ -84,7 +86,25 @@ def run_json(run: RunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
         | _judge_cached(run)
         | ({"shard": run.shard.as_dict()} if run.shard is not None else {})
         | ({"batch": run.batch.as_dict(run.cost)} if run.batch is not None else {})  # README "Batches"
+        | judge_block(run)
     )
+
+
+def judge_block(run: RunResult) -> dict[str, Any]:
+    """``judge``: the calls of a run's judges, counted apart from the generator's (README
+    "Model-graded assertions"); none for a run no model graded."""
+    if not Yardstick.parse(run.grader).judged:
+        return {}
+    usage = run.grader_usage
+    return {
+        "judge": {
+            "calls": run.judge_calls,
+            "cached": run.judge_cached,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cost": run.grader_cost,
+        }
+    }
 
 
 def _judge_cached(run: RunResult) -> dict[str, Any]:

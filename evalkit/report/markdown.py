@@ -62,6 +62,7 @@ def run_markdown(run: RunResult) -> str:
         f"**Pass rate {percent(run.pass_rate)}** ({run.passed_count}/{run.sample_count}){_delta(run, 'pass')} · "
         f"mean score {run.mean_score:.3f}{_delta(run, 'score')} · errors {run.error_count}" + _cached(run),
     ]
+    lines += _judge_lines(run)
     if run.comparison is not None:
         lines += ["", f"> {_inline(run.comparison.reason)}"]
     if failures:
@@ -81,6 +82,18 @@ def run_markdown(run: RunResult) -> str:
 
 
 MAX_ROWS = 50
+
+
+def _judge_lines(run: RunResult) -> list[str]:
+    """The judges' calls, tokens and cost, apart from the generator's (README "Model-graded assertions")."""
+    from evalkit.report.summary import judge_calls_note
+
+    note = judge_calls_note(run)
+    if not note:
+        return []
+    usage = run.grader_usage
+    cost = f" · cost ${run.grader_cost:.4f}" if run.grader_cost is not None else ""
+    return ["", f"Judge: {note} · tokens {usage.input_tokens:,} in / {usage.output_tokens:,} out{cost}"]
 
 
 def _verdict(run: RunResult, failures: list[str]) -> str:

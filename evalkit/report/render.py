@@ -149,6 +149,10 @@ def render_run(console: Console, run: RunResult, gate: GateVerdict | None = None
     )
     if run.usage.total:
         summary += f" · tokens {run.usage.input_tokens:,} in / {run.usage.output_tokens:,} out"
+    if run.judge_calls and run.grader.startswith("judged"):  # a decision run's gradings: the cache note
+        from evalkit.report.summary import judge_calls_note
+
+        summary += f" · {judge_calls_note(run)}"
     if run.grader_usage.total:
         summary += f" · judge tokens {run.grader_usage.input_tokens:,} in / {run.grader_usage.output_tokens:,} out"
     if run.cost is not None:

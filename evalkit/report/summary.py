@@ -129,6 +129,14 @@ def cache_note(run: RunResult) -> str:
     return note + (f", judge gradings from the cache: {gradings} of {len(run.items)}" if gradings is not None else "")
 
 
+def judge_calls_note(run: RunResult) -> str:
+    """``judge calls 12 (4 cached)``: the model-graded assertions' calls, apart from the
+    generator's (README "Model-graded assertions"); empty when no judge was called."""
+    if not run.judge_calls:
+        return ""
+    return f"judge calls {run.judge_calls:,} ({run.judge_cached:,} cached)"
+
+
 def cached_before_run(run: RunResult) -> tuple[int, str | None]:
     """(answers replayed from cache entries stored before this run, when the oldest was written):
     a restored or committed cache, not the endpoint as it answers now (README "JSON output")."""

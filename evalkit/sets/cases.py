@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from evalkit.assertions.judged import MODEL_GRADED
 from evalkit.errors import Issue, SetError
 from evalkit.jsonl import json_lines
 from evalkit.sets.validation import describe, suggest
@@ -27,7 +28,9 @@ from evalkit.sets.yamldoc import DataPath, Document, format_path, load_document
 
 CASE_SUFFIXES = {".csv": "CSV", ".jsonl": "JSONL", ".yaml": "YAML", ".yml": "YAML"}
 ROW_KEYS = ("id", "assertions", "critical", "threshold")  # what a row sets besides its variables
-LONG_FORM_KEYS = frozenset({"type", "value", "weight"})
+LONG_FORM_KEYS = frozenset({"type", "value", "weight", "threshold", "min", "provider"})
+# a model-graded assertion's long form may set these beside its value (README "Model-graded assertions")
+VALUE_KEYS = ("threshold", "min", "provider")
 MAX_ROW_ISSUES = 50  # distinct problems listed per data file; the rest are counted
 
 
@@ -37,7 +40,12 @@ def assertion_form(item: Any) -> tuple[Any, Any, Any, tuple[str, ...]] | None:
     if not isinstance(item, dict):
         return None
     if "type" in item:
-        return item.get("type"), item.get("value"), item.get("weight", 1), ("value",)
+        value = item.get("value")
+        beside = {key: item[key] for key in VALUE_KEYS if key in item}
+        # {type: rubric, value: ..., threshold: 0.8} is rubric: {value: ..., threshold: 0.8}
+        if beside and str(item.get("type")).removeprefix("not_") in MODEL_GRADED:
+            value = {"value": value, **beside}
+        return item.get("type"), value, item.get("weight", 1), ("value",)
     if len(item) != 1:
         return None
     kind, value = next(iter(item.items()))

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalkit.answers import read_answers
+from evalkit.assertions.judged import judged_value
 from evalkit.config import ANTHROPIC_DEFAULT_URL, CONFIG_NAME, OPENAI_DEFAULT_URL, Config, choose_provider, find_config
 from evalkit.errors import InputError, Issue, SetError
 from evalkit.proxies import environment_proxy
+from evalkit.records import Prompt
 from evalkit.sets.appcheck import header_env_issues
 from evalkit.sets.baselinefile import load_baseline_file
 from evalkit.sets.cases import grouped, read_cases
@@ -44,6 +46,7 @@ class _Walk:
     alone: dict[Path, list[Issue]] = field(default_factory=dict)  # cases files on their own, by resolved path
     referenced: set[Path] = field(default_factory=set)  # cases files a set names (checked with its template)
     answerable: list[tuple[Path, str, list[str]]] = field(default_factory=list)
+    judged: list[tuple[Path, tuple[Prompt, ...]]] = field(default_factory=list)  # sets with model-graded assertions
 
 
 def validate_paths(paths: Sequence[Path], config: str | None = None) -> ValidationReport:
@@ -61,7 +64,24 @@ def validate_paths(paths: Sequence[Path], config: str | None = None) -> Validati
     unanswered = _unanswered(walk.answerable, find_config(config)) if walk.answerable else []
     report.issues.extend(unanswered)
     report.sets -= len(unanswered)
+    for issues in _judged_issues(walk.judged, find_config(config)):
+        report.issues.extend(issues)
+        report.sets -= 1
     return report
+
+
+def _judged_issues(sets: list[tuple[Path, tuple[Prompt, ...]]], config_path: Path | None) -> list[list[Issue]]:
+    """Per set with model-graded assertions that ``run`` would refuse, its issues (README
+    "Model-graded assertions"): checked against the project's config, or none when there is none."""
+    if not sets:
+        return []
+    from evalkit.sets.judged import problems
+
+    loaded = _configured(config_path) if config_path is not None else Config()
+    if loaded is None:  # a config with issues of its own: said separately
+        return []
+    found = [[Issue(at, 0, 0, "", said) for at, said in problems(prompts, loaded, str(path))] for path, prompts in sets]
+    return [issues for issues in found if issues]
 
 
 def _targets(paths: Sequence[Path], config: str | None, report: ValidationReport) -> tuple[list[Path], set[Path]]:
@@ -157,6 +177,8 @@ def _check_set(doc: Document, file: Path, walk: _Walk, report: ValidationReport)
     report.sets += 0 if issues else 1
     if not issues and isinstance(prepared, Prepared):
         walk.answerable.append((file, set_id, [p.id for p in prepared.prompts]))
+        if any(judged_value(a) is not None for p in prepared.prompts for a in p.assertions):
+            walk.judged.append((file, prepared.prompts))
 
 
 def _baseline_issues(file: Path) -> list[Issue]:

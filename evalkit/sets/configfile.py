@@ -87,13 +87,11 @@ def _reference_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> lis
             )
         elif fallback is not None and fallback == provider.get("id"):
             issues.append(doc.issue(("providers", index, "fallback"), "an instance cannot fall back to itself"))
-    for path, value in (
-        (("default_provider",), data.get("default_provider")),
-        (
-            ("decision", "provider"),
-            (data.get("decision") or {}).get("provider") if isinstance(data.get("decision"), dict) else None,
-        ),
-    ):
+    named: list[tuple[tuple[str, ...], Any]] = [(("default_provider",), data.get("default_provider"))]
+    for section in ("decision", "judge", "embeddings"):  # the graders' instances
+        block = data.get(section)
+        named.append(((section, "provider"), block.get("provider") if isinstance(block, dict) else None))
+    for path, value in named:
         if isinstance(value, str) and value not in ids:
             known = ", ".join(sorted(ids)) or "none configured"
             issues.append(doc.issue(path, f"unknown provider instance '{value}' (known: {known})"))
@@ -207,6 +205,8 @@ def build_config(doc: Document, path: Path) -> Config:
         retention_days=data.get("retention_days", 90),
         default_provider=data.get("default_provider"),
         decision_provider=(data.get("decision") or {}).get("provider"),
+        judge_provider=(data.get("judge") or {}).get("provider"),
+        embeddings_provider=(data.get("embeddings") or {}).get("provider"),
         cache=data.get("cache", True),
         cache_ttl_days=data.get("cache_ttl_days", 30),
         batch_poll_s=float(data.get("batch_poll_s", 60.0)),

@@ -61,6 +61,12 @@ providers:
 
 # The LLM judge of --grader decision:
 # decision: {provider: openai}
+
+# The judge of model-graded assertions (rubric, factuality; default: the decision judge). Give it
+# an instance of its own (a model that differs from the one graded), with max_concurrency and cost:
+# judge: {provider: openai}
+#   then in a set:  - rubric: "Polite, and names the 30-day refund window"
+#                   - {type: factuality, value: true, threshold: 0.75, provider: openai}  # true: the reference
 """.replace("LOCAL_INSTALL", f"{LOCAL_RUNTIME_INSTALL} && {LOCAL_MODEL_INSTALL}")
 
 EXAMPLE_SET = """\

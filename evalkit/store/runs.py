@@ -79,6 +79,8 @@ def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple
     assertions: list[dict[str, Any]] = []
     for a in item.assertions:
         entry: dict[str, Any] = {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight}
+        if a.yardstick:  # a model-graded assertion's judge (README "Model-graded assertions")
+            entry["yardstick"] = a.yardstick
         if a.reason and level in ("redacted", "full"):
             entry["reason"] = text_for(level, a.reason)
         assertions.append(entry)
@@ -196,6 +198,8 @@ def save_run(store: Store, run: RunResult, level: str, version: str, gate: GateV
         "grader_input_tokens": run.grader_usage.input_tokens,
         "grader_output_tokens": run.grader_usage.output_tokens,
         "grader_cost": run.grader_cost,
+        "judge_calls": run.judge_calls,
+        "judge_cached": run.judge_cached,
         **_part_facts(run.shard),
     }
     if run.batch is not None:  # README "Batches": what answering through provider batches saved
@@ -273,6 +277,8 @@ def load_run(store: Store, run_id: str) -> tuple[RunResult, dict[str, Any]]:
         grader_usage=Usage(metrics.get("grader_input_tokens", 0), metrics.get("grader_output_tokens", 0)),
         cost=row["cost"],
         grader_cost=metrics.get("grader_cost"),
+        judge_calls=metrics.get("judge_calls", 0),
+        judge_cached=metrics.get("judge_cached", 0),
         repeats=row["repeats"] or 1,
         gate=GateVerdict.stored(metrics.get("gate")),
         shard=_shard_of(row, metrics),

@@ -245,7 +245,7 @@ SET_CASES: list[Any] = [
     case(
         "unknown_assertion_type",
         [
-            "tests/data/invalid/unknown_assertion_type.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?"
+            "tests/data/invalid/unknown_assertion_type.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?"
         ],
     ),
     case(
@@ -356,7 +356,7 @@ CONFIG_CASES: list[Any] = [
     case(
         "unknown_config_key",
         [
-            "tests/data/invalid/config/unknown_config_key.yaml:2:1: retension_days: unknown key 'retension_days' (expected one of: baselines, cache, cache_ttl_days, db, decision, default_provider, privacy, providers, retention_days, retrievers, sets); did you mean 'retention_days'?"
+            "tests/data/invalid/config/unknown_config_key.yaml:2:1: retension_days: unknown key 'retension_days' (expected one of: baselines, batch_poll_s, cache, cache_ttl_days, db, decision, default_provider, embeddings, judge, privacy, providers, retention_days, retrievers, sets); did you mean 'retention_days'?"
         ],
     ),
     case(
@@ -598,7 +598,7 @@ def test_validate_lists_every_error_in_a_file(cli, write_file) -> None:
         "several.yaml:1:5: id: 'Bad-Id' is not a valid set id: use lowercase letters, digits and _ in dot-separated parts (e.g. acme_search.faq)",
         "several.yaml:3:34: tolerances.max_pass_rate_drop: must be a finite number in 0..1, got nan",
         "several.yaml:6:13: prompts[0].prompt: must not be empty",
-        "several.yaml:8:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?",
+        "several.yaml:8:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?",
         "several.yaml:9:16: prompts[0].assertions[1].regex: invalid regex '(': missing ) at position 1",
         "several.yaml:10:5: prompts[1]: prompt 'a' has neither an assertion nor a reference; add assertions: or reference:",
         "several.yaml:10:9: prompts[1].id: duplicate prompt id 'a' (first at line 5)",
