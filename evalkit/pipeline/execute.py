@@ -78,7 +78,8 @@ def execute_plan(
         if cache is not None:
             cache.flush()
         raise
-    if plan.shard is not None:  # each run is the shard's part of its set (README "Larger suites: shards and batches")
+    # each run is the shard's part of its set (README "Larger suites: shards and batches")
+    if plan.shard is not None:
         runs = [as_part(run, plan.set_shards, plan.fingerprints) for run in runs]
     if amend is not None:
         runs = [amend(run) for run in runs]

@@ -59,9 +59,8 @@ def prompt_ending(plan: RunPlan) -> Ending[RunResult]:
     def save(store: Store, run: RunResult) -> None:
         save_run(store, run, plan.config.privacy, __version__, run.gate)
 
-    if (
-        plan.shard is not None
-    ):  # a shard's part: never compared or gated alone (README "Larger suites: shards and batches")
+    # a shard's part: never compared or gated alone (README "Larger suites: shards and batches")
+    if plan.shard is not None:
         shard = plan.shard
         return Ending(
             compare=lambda store, run: part_comparison(shard),

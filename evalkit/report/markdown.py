@@ -107,10 +107,9 @@ def _verdict(run: RunResult, failures: list[str]) -> str:
         return "⚠️ **regressed**"
     if comparison is None or comparison.state is ComparisonState.NOT_COMPARED:
         return "⚠️ **not compared**"
-    if (
-        comparison.state is ComparisonState.SHARD and run.shard is not None
-    ):  # README "Larger suites: shards and batches"
-        return f"➗ **shard {run.shard.index}/{run.shard.count}**: gated with the other shards by `evalkit gate`"
+    shard = run.shard  # a shard's part: README "Larger suites: shards and batches"
+    if comparison.state is ComparisonState.SHARD and shard is not None:
+        return f"➗ **shard {shard.index}/{shard.count}**: gated with the other shards by `evalkit gate`"
     return "✅ **baseline recorded**" if comparison.state.is_baseline else "✅ **no regression**"
 
 

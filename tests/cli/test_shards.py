@@ -303,3 +303,12 @@ def test_repeated_samples_are_assembled_per_prompt(cli: Any, project: FakeServer
     assert code == 0, err
     assert (doc["prompt_count"], doc["sample_count"], doc["repeats"]) == (PROMPTS, 2 * PROMPTS, 2)
     assert [(item["id"], item["repeat"]) for item in doc["items"][:4]] == [("q0", 0), ("q0", 1), ("q1", 0), ("q1", 1)]
+
+
+def test_a_parts_markdown_and_table_say_it_is_a_shard(cli: Any, project: FakeServer) -> None:
+    markdown = cli("run", "sets/twelve.yaml", "--shard", "1/2", "--run-group", "g1", "--format", "markdown")
+    assert "➗ **shard 1/2**: gated with the other shards by `evalkit gate`" in markdown.stdout
+    table = cli("run", "sets/twelve.yaml", "--shard", "2/2", "--run-group", "g1")
+    assert (
+        "Shard 2/2 of run group g1: a shard is compared and gated with the other shards by evalkit gate" in table.stdout
+    )
