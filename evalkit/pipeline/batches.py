@@ -129,6 +129,11 @@ def submit(plan: RunPlan) -> list[PendingBatch]:
     batches: list[PendingBatch] = []
     try:
         asyncio.run(_send_all(plan, work, submission, batches))
+    except ProviderError as exc:
+        if not batches:
+            raise
+        ids = " ".join(b.batch_id for b in batches)
+        raise ProviderError(f"{exc}; the batches sent before it stay pending: evalkit collect {ids}") from None
     finally:
         if batches:  # what was sent is kept, even when a later batch failed: it costs money
             with Store.open(plan.db) as store:

@@ -178,7 +178,7 @@ def graded(
 
     assert plan.db is not None
     results = asyncio.run(_read_all(plan, group, statuses))
-    answers: dict[str, dict[tuple[str | None, str | None], list[BatchAnswer]]] = {}
+    answers: dict[str, dict[tuple[str, str], list[BatchAnswer]]] = {}
     for batch in group:
         received = results[batch.batch_id]
         by_item = answers.setdefault(batch.provider, {})

@@ -340,3 +340,23 @@ def test_a_failed_batch_makes_every_request_an_item_error(cli: Any, project: Bat
     (batch_id,) = project.batches
     errors = {i["error"] for i in json.loads(result.stdout)["items"]}
     assert errors == {f"provider 'oa': batch {batch_id} failed: the file is malformed"}
+
+
+def test_a_submit_refused_half_way_keeps_what_was_sent_pending(
+    cli: Any, project: BatchServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalkit.providers import batches
+
+    monkeypatch.setitem(batches.LIMITS, "openai", (2, 200 * 1024 * 1024))
+    project.max_batches = 1
+    result = cli("run", "s.yaml", "--batch")
+    assert result.exit_code == 3
+    (batch_id,) = project.batches
+    assert "Enqueued token limit reached for gpt-x" in result.stderr
+    assert f"the batches sent before it stay pending: evalkit collect {batch_id}" in result.stderr
+    collected = cli("collect", "--format", "json")
+    assert collected.exit_code == 3
+    items = {i["id"]: i["error"] for i in json.loads(collected.stdout)["items"]}
+    assert items["hours"] is None
+    assert items["refund.policy"] is None
+    assert "no answer in the batch for this request" in items["faq 3"]  # never a call of its own
