@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING
 from evalkit.errors import InputError, ProviderError
 from evalkit.pipeline.plans import RunPlan, Target
 from evalkit.providers import endpoint_identity
-from evalkit.providers.batches import BATCH_ADAPTERS, BatchApi, BatchStatus, batch_api, custom_ids, split
+from evalkit.providers.batches import BatchApi, BatchStatus, batch_api, check_adapter, custom_ids, split
 from evalkit.records import CompletionRequest, PendingBatch
 from evalkit.runner import build_request, cache_key, new_run_id, set_fingerprint
 
 if TYPE_CHECKING:
     from evalkit.config import Config
-    from evalkit.store import Store
 
 StatusHook = Callable[[PendingBatch, BatchStatus, float], None]  # a batch's status, seconds waited
 
@@ -81,8 +80,7 @@ def check_batchable(plan: RunPlan) -> None:
     if plan.db is None:
         raise InputError("--batch keeps the submitted batch in the database: it cannot run without one")
     for target in plan.targets:
-        if target.provider.adapter not in BATCH_ADAPTERS:
-            batch_api(target.provider)  # says which adapters have batches
+        check_adapter(target.provider)
     if any(s.path is None for s in plan.sets):
         raise InputError("--batch runs set files (evalkit collect reads them again)")
 
@@ -235,10 +233,3 @@ async def _statuses(config: Config, batches: Sequence[PendingBatch]) -> dict[str
         for api in apis.values():
             await api.aclose()
     return out
-
-
-def pending_store(store: Store, batch_ids: Sequence[str]) -> list[PendingBatch]:
-    """The pending batches named (every batch of their submissions), else every pending one."""
-    from evalkit.store.batches import load_batches
-
-    return load_batches(store, batch_ids)

@@ -113,20 +113,25 @@ class BatchApi(Protocol):
     async def aclose(self) -> None: ...
 
 
+def check_adapter(config: ProviderConfig) -> None:
+    """Batches exist for openai and anthropic instances; any other is exit 2."""
+    if config.adapter not in BATCH_ADAPTERS:
+        raise InputError(
+            f"--batch: provider '{config.id}' uses the {config.adapter} adapter; provider batches exist for "
+            f"{' and '.join(BATCH_ADAPTERS)} instances only: run it without --batch"
+        )
+
+
 def batch_api(config: ProviderConfig) -> BatchApi:
     """The batch endpoints of an openai or anthropic instance; exit 2 for any other adapter."""
+    check_adapter(config)
     if config.adapter == "openai":
         from evalkit.providers.openai import OpenAIProvider
 
         return OpenAIBatches(OpenAIProvider(config))
-    if config.adapter == "anthropic":
-        from evalkit.providers.anthropic import AnthropicProvider
+    from evalkit.providers.anthropic import AnthropicProvider
 
-        return AnthropicBatches(AnthropicProvider(config))
-    raise InputError(
-        f"--batch: provider '{config.id}' uses the {config.adapter} adapter; provider batches exist for "
-        f"{' and '.join(BATCH_ADAPTERS)} instances only: run it without --batch"
-    )
+    return AnthropicBatches(AnthropicProvider(config))
 
 
 def _lines(data: bytes) -> Iterable[dict[str, Any]]:
