@@ -356,7 +356,7 @@ CONFIG_CASES: list[Any] = [
     case(
         "unknown_config_key",
         [
-            "tests/data/invalid/config/unknown_config_key.yaml:2:1: retension_days: unknown key 'retension_days' (expected one of: baselines, cache, cache_ttl_days, db, decision, default_provider, privacy, providers, retention_days, retrievers, sets); did you mean 'retention_days'?"
+            "tests/data/invalid/config/unknown_config_key.yaml:2:1: retension_days: unknown key 'retension_days' (expected one of: baselines, batch_poll_s, cache, cache_ttl_days, db, decision, default_provider, privacy, providers, retention_days, retrievers, sets); did you mean 'retention_days'?"
         ],
     ),
     case(
