@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from evalkit.errors import InputError, ProviderError
 from evalkit.pipeline.plans import RunPlan, Target
 from evalkit.providers import endpoint_identity
-from evalkit.providers.batches import BatchApi, BatchStatus, batch_api, check_adapter, custom_ids, split
+from evalkit.providers.batches import BatchApi, BatchState, BatchStatus, batch_api, check_adapter, custom_ids, split
 from evalkit.records import CompletionRequest, PendingBatch
 from evalkit.runner import build_request, cache_key, new_run_id, set_fingerprint
 
@@ -186,15 +186,21 @@ def wait(
     poll_interval: float,
     max_wait: float | None,
     on_status: StatusHook | None = None,
+    just_submitted: bool = False,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] | None = None,
 ) -> dict[str, BatchStatus]:
     """Poll until every batch has ended or ``max_wait`` seconds ran out (None: no limit): asked
-    at once, then after 1 s (or the poll interval, when shorter), each next pause twice as long,
-    up to the poll interval. Returns each batch's last status."""
+    at once (batches ``just_submitted``: not before the first pause), then after 1 s (or the poll
+    interval, when shorter), each next pause twice as long, up to the poll interval. Returns each
+    batch's last status."""
     pause, clock = sleep or time.sleep, clock or time.monotonic  # looked up now: a test may replace them
     started = clock()
-    statuses = poll(config, batches)
+    statuses = (
+        {b.batch_id: BatchStatus(BatchState.IN_PROGRESS, 0, b.request_count, "submitted") for b in batches}
+        if just_submitted
+        else poll(config, batches)
+    )
     delay = min(1.0, poll_interval)
     while not all(s.state.finished for s in statuses.values()):
         waited = clock() - started

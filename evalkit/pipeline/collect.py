@@ -153,7 +153,10 @@ def collect(
             out.append(Collected(group, {}, earlier=True))
             continue
         if waiting is not None:
-            statuses = wait(config, group, poll_interval=waiting[0], max_wait=waiting[1], on_status=on_status)
+            statuses = wait(
+                config, group, poll_interval=waiting[0], max_wait=waiting[1], on_status=on_status,
+                just_submitted=submitted is not None,
+            )  # fmt: skip
         else:
             statuses = poll(config, group)
         if not all(s.state.finished for s in statuses.values()):

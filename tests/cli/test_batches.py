@@ -99,7 +99,7 @@ def test_run_batch_waits_grades_stores_and_prices_at_the_batch_discount(
     assert doc["batch"]["saving"] == pytest.approx(standard * (1 - discount))
     assert doc["batch"]["batch_ids"] == list(project.batches)
     assert "Submitted batch" in result.stderr
-    assert "requests done (in_progress)" in result.stderr  # progress while it waited
+    assert "0/3 requests done (submitted), 0 s" in result.stderr  # progress while it waited
     assert stored_runs(db_file) == [("shop.batch", provider, 3)]
     assert batch_states(db_file) == ["collected"]
     shown = cli("show", doc["run_id"], "--format", "json")
