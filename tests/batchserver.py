@@ -10,7 +10,7 @@ How a batch behaves is scripted, counted in polls rather than seconds so no test
 wall clock: ``in_progress_polls`` status reads say ``in_progress`` first; ``refuse`` names the
 custom ids answered with an error; ``outcome`` is ``completed``, ``expired`` or ``cancelled``
 (only the first ``answered`` requests are answered, the rest never are) or ``failed`` (the whole
-batch refused); results come shuffled. ``hold`` keeps every batch in progress until released.
+batch refused); results come shuffled. ``hold`` keeps every batch in progress until released; ``max_batches`` refuses batches beyond it (a full queue).
 
     python -m tests.batchserver --port 0      # prints READY <port> (the benchmark runs it so)
 """
@@ -55,6 +55,7 @@ class BatchServer:
     answer: Callable[[str], str] = lambda text: f"answer: {text}"
     hold: threading.Event = field(default_factory=threading.Event)  # set: every batch stays in progress
     seed: int = 7
+    max_batches: int | None = None  # more batches than this are refused (a full queue)
     batches: dict[str, Batch] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
     paths: list[str] = field(default_factory=list)  # every request's method and path, in order
@@ -154,6 +155,8 @@ class BatchServer:
         return self._json({"id": file_id, "object": "file", "purpose": "batch", "bytes": len(self.files[file_id])})
 
     def _create_openai(self, body: dict[str, Any]) -> tuple[int, bytes, str]:
+        if self.max_batches is not None and len(self.batches) >= self.max_batches:
+            return self._error(400, "Enqueued token limit reached for gpt-x")
         data = self.files.get(body.get("input_file_id", ""))
         if data is None or body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h":
             return self._error(

@@ -181,7 +181,11 @@ def collect_command(
     except KeyboardInterrupt:
         ids = " ".join(dict.fromkeys(b.batch_id for b in batches if b.state == "pending"))
         raise KeyboardInterrupt(f"the batches stay pending; collect them with `evalkit collect {ids}`") from None
-    gate_asked = fail_on_regression or bool(minimums) or any(b.plan.get("fail_on_regression") for b in batches)
+    gate_asked = (
+        fail_on_regression
+        or bool(minimums)
+        or any(b.plan.get("fail_on_regression") or b.plan.get("gate_overrides") for b in batches)
+    )
     sys.exit(
         report_collected(collected, cfg, outputs, html_file, db=db_path(cfg, db), waited=wait, gate_asked=gate_asked)
     )

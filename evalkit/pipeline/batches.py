@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING
 from evalkit.errors import InputError, ProviderError
 from evalkit.pipeline.plans import RunPlan, Target
 from evalkit.providers import endpoint_identity
-from evalkit.providers.batches import BATCH_ADAPTERS, BatchApi, BatchStatus, batch_api, custom_ids, split
+from evalkit.providers.batches import BatchApi, BatchState, BatchStatus, batch_api, check_adapter, custom_ids, split
 from evalkit.records import CompletionRequest, PendingBatch
 from evalkit.runner import build_request, cache_key, new_run_id, set_fingerprint
 
 if TYPE_CHECKING:
     from evalkit.config import Config
-    from evalkit.store import Store
 
 StatusHook = Callable[[PendingBatch, BatchStatus, float], None]  # a batch's status, seconds waited
 
@@ -81,8 +80,7 @@ def check_batchable(plan: RunPlan) -> None:
     if plan.db is None:
         raise InputError("--batch keeps the submitted batch in the database: it cannot run without one")
     for target in plan.targets:
-        if target.provider.adapter not in BATCH_ADAPTERS:
-            batch_api(target.provider)  # says which adapters have batches
+        check_adapter(target.provider)
     if any(s.path is None for s in plan.sets):
         raise InputError("--batch runs set files (evalkit collect reads them again)")
 
@@ -129,6 +127,11 @@ def submit(plan: RunPlan) -> list[PendingBatch]:
     batches: list[PendingBatch] = []
     try:
         asyncio.run(_send_all(plan, work, submission, batches))
+    except ProviderError as exc:
+        if not batches:
+            raise
+        ids = " ".join(b.batch_id for b in batches)
+        raise ProviderError(f"{exc}; the batches sent before it stay pending: evalkit collect {ids}") from None
     finally:
         if batches:  # what was sent is kept, even when a later batch failed: it costs money
             with Store.open(plan.db) as store:
@@ -183,15 +186,21 @@ def wait(
     poll_interval: float,
     max_wait: float | None,
     on_status: StatusHook | None = None,
+    just_submitted: bool = False,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] | None = None,
 ) -> dict[str, BatchStatus]:
     """Poll until every batch has ended or ``max_wait`` seconds ran out (None: no limit): asked
-    at once, then after 1 s (or the poll interval, when shorter), each next pause twice as long,
-    up to the poll interval. Returns each batch's last status."""
+    at once (batches ``just_submitted``: not before the first pause), then after 1 s (or the poll
+    interval, when shorter), each next pause twice as long, up to the poll interval. Returns each
+    batch's last status."""
     pause, clock = sleep or time.sleep, clock or time.monotonic  # looked up now: a test may replace them
     started = clock()
-    statuses = poll(config, batches)
+    statuses = (
+        {b.batch_id: BatchStatus(BatchState.IN_PROGRESS, 0, b.request_count, "submitted") for b in batches}
+        if just_submitted
+        else poll(config, batches)
+    )
     delay = min(1.0, poll_interval)
     while not all(s.state.finished for s in statuses.values()):
         waited = clock() - started
@@ -230,10 +239,3 @@ async def _statuses(config: Config, batches: Sequence[PendingBatch]) -> dict[str
         for api in apis.values():
             await api.aclose()
     return out
-
-
-def pending_store(store: Store, batch_ids: Sequence[str]) -> list[PendingBatch]:
-    """The pending batches named (every batch of their submissions), else every pending one."""
-    from evalkit.store.batches import load_batches
-
-    return load_batches(store, batch_ids)

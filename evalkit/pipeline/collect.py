@@ -153,7 +153,10 @@ def collect(
             out.append(Collected(group, {}, earlier=True))
             continue
         if waiting is not None:
-            statuses = wait(config, group, poll_interval=waiting[0], max_wait=waiting[1], on_status=on_status)
+            statuses = wait(
+                config, group, poll_interval=waiting[0], max_wait=waiting[1], on_status=on_status,
+                just_submitted=submitted is not None,
+            )  # fmt: skip
         else:
             statuses = poll(config, group)
         if not all(s.state.finished for s in statuses.values()):
@@ -178,7 +181,7 @@ def graded(
 
     assert plan.db is not None
     results = asyncio.run(_read_all(plan, group, statuses))
-    answers: dict[str, dict[tuple[str | None, str | None], list[BatchAnswer]]] = {}
+    answers: dict[str, dict[tuple[str, str], list[BatchAnswer]]] = {}
     for batch in group:
         received = results[batch.batch_id]
         by_item = answers.setdefault(batch.provider, {})

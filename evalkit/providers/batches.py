@@ -113,20 +113,25 @@ class BatchApi(Protocol):
     async def aclose(self) -> None: ...
 
 
+def check_adapter(config: ProviderConfig) -> None:
+    """Batches exist for openai and anthropic instances; any other is exit 2."""
+    if config.adapter not in BATCH_ADAPTERS:
+        raise InputError(
+            f"--batch: provider '{config.id}' uses the {config.adapter} adapter; provider batches exist for "
+            f"{' and '.join(BATCH_ADAPTERS)} instances only: run it without --batch"
+        )
+
+
 def batch_api(config: ProviderConfig) -> BatchApi:
     """The batch endpoints of an openai or anthropic instance; exit 2 for any other adapter."""
+    check_adapter(config)
     if config.adapter == "openai":
         from evalkit.providers.openai import OpenAIProvider
 
         return OpenAIBatches(OpenAIProvider(config))
-    if config.adapter == "anthropic":
-        from evalkit.providers.anthropic import AnthropicProvider
+    from evalkit.providers.anthropic import AnthropicProvider
 
-        return AnthropicBatches(AnthropicProvider(config))
-    raise InputError(
-        f"--batch: provider '{config.id}' uses the {config.adapter} adapter; provider batches exist for "
-        f"{' and '.join(BATCH_ADAPTERS)} instances only: run it without --batch"
-    )
+    return AnthropicBatches(AnthropicProvider(config))
 
 
 def _lines(data: bytes) -> Iterable[dict[str, Any]]:
@@ -269,21 +274,25 @@ def _batch_id(created: dict[str, Any], name: str) -> str:
 
 @dataclass(slots=True)
 class BatchAnswers:
-    """A provider that answers from a finished batch (``evalkit collect``): each request gets the
-    answer its custom id received, parsed by the instance's own adapter, or the item error its
-    request met; a request the batch never had is an error, never a live call."""
+    """A provider that answers from a finished batch (``evalkit collect``): each prompt's request
+    gets the answer its custom id received, parsed by the instance's own adapter, or the item
+    error its request met; a prompt's request the batch never had is an error, never a live call.
+    A request of no prompt (a judge on the same instance) is a call."""
 
     instance_id: str
     adapter: str
     parser: Any  # the instance's adapter object: its ``parse(body, request, latency_ms)``
-    answers: dict[tuple[str | None, str | None], list[BatchAnswer]]  # (set, prompt) -> per repeat
+    answers: dict[tuple[str, str], list[BatchAnswer]]  # (set, prompt) -> per repeat
 
     async def complete(self, request: CompletionRequest) -> Completion:
+        if not request.item_id:  # not a prompt's request (the judge on this same instance): a call
+            live: Completion = await self.parser.complete(request)
+            return live
         pending = self.answers.get((request.set_id, request.item_id))
         if not pending:
             raise ProviderError(
-                f"provider '{self.instance_id}': no answer in the batch for this request "
-                "(it was cached when the batch was submitted and the cache entry is gone)"
+                f"provider '{self.instance_id}': no answer in the batch for this request (it was cached when the "
+                "batch was submitted and the cache entry is gone, or the submit stopped before sending it)"
             )
         answer = pending.pop(0)
         if isinstance(answer, str):

@@ -99,7 +99,7 @@ def test_run_batch_waits_grades_stores_and_prices_at_the_batch_discount(
     assert doc["batch"]["saving"] == pytest.approx(standard * (1 - discount))
     assert doc["batch"]["batch_ids"] == list(project.batches)
     assert "Submitted batch" in result.stderr
-    assert "requests done (in_progress)" in result.stderr  # progress while it waited
+    assert "0/3 requests done (submitted), 0 s" in result.stderr  # progress while it waited
     assert stored_runs(db_file) == [("shop.batch", provider, 3)]
     assert batch_states(db_file) == ["collected"]
     shown = cli("show", doc["run_id"], "--format", "json")
@@ -340,3 +340,23 @@ def test_a_failed_batch_makes_every_request_an_item_error(cli: Any, project: Bat
     (batch_id,) = project.batches
     errors = {i["error"] for i in json.loads(result.stdout)["items"]}
     assert errors == {f"provider 'oa': batch {batch_id} failed: the file is malformed"}
+
+
+def test_a_submit_refused_half_way_keeps_what_was_sent_pending(
+    cli: Any, project: BatchServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalkit.providers import batches
+
+    monkeypatch.setitem(batches.LIMITS, "openai", (2, 200 * 1024 * 1024))
+    project.max_batches = 1
+    result = cli("run", "s.yaml", "--batch")
+    assert result.exit_code == 3
+    (batch_id,) = project.batches
+    assert "Enqueued token limit reached for gpt-x" in result.stderr
+    assert f"the batches sent before it stay pending: evalkit collect {batch_id}" in result.stderr
+    collected = cli("collect", "--format", "json")
+    assert collected.exit_code == 3
+    items = {i["id"]: i["error"] for i in json.loads(collected.stdout)["items"]}
+    assert items["hours"] is None
+    assert items["refund.policy"] is None
+    assert "no answer in the batch for this request" in items["faq 3"]  # never a call of its own

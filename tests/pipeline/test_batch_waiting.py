@@ -92,3 +92,15 @@ def test_max_wait_stops_waiting_and_the_batch_is_still_in_progress(server: Batch
     assert fake.pauses == [1.0, 2.0, 4.0, 3.0]  # the last pause ends at max_wait exactly
     assert fake.now == 10.0
     assert [w for _, w in seen] == [0.0, 1.0, 3.0, 7.0, 10.0]
+
+
+def test_batches_just_submitted_are_first_asked_after_a_second(server: BatchServer) -> None:
+    config, batch = submitted(server, polls=2)
+    fake = FakeTime()
+    reads: list[float] = []
+    wait(
+        config, [batch], poll_interval=5.0, max_wait=None, sleep=fake.sleep, clock=fake.clock, just_submitted=True,
+        on_status=lambda b, status, waited: reads.append(waited),
+    )  # fmt: skip
+    assert fake.pauses == [1.0, 2.0, 4.0]  # three status reads, the first after 1 s
+    assert server.batches[batch.batch_id].polls == 3
