@@ -367,3 +367,15 @@ def test_a_committed_baseline_keeps_its_judge(cli: Any, project: Path, judge: Fa
     assert "has no baseline for support.refund" in reason
     assert "graded by judged:judge:judge-model-2" in reason
     assert "graded by judged:judge:judge-model-1" in reason  # what the file holds, said
+
+
+def test_the_table_the_markdown_and_the_html_report_count_the_judge_apart(cli: Any, project: Path) -> None:
+    write(Path("sets/refund.yaml"), REFUND_SET)
+    table = cli("run", "sets/refund.yaml", "--markdown", "comment.md", "--html", "report.html")
+    assert table.exit_code == 0, table.stderr
+    footer = " ".join(table.stdout.split())  # the footer may wrap
+    assert "judge calls 3 (0 cached)" in footer
+    assert "judge tokens 300 in / 60 out" in footer
+    assert "judge cost $0.0012" in footer
+    assert "Judge: judge calls 3 (0 cached) · tokens 300 in / 60 out · cost $0.0012" in Path("comment.md").read_text()
+    assert "Judge: 3 calls (0 cached) · tokens 300 in / 60 out · cost $0.0012" in Path("report.html").read_text()
