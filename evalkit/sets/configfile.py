@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from evalkit import plugins
-from evalkit.config import APPLICATION_ADAPTERS, Config, Cost, ProviderConfig, RetrieverConfig, find_config
+from evalkit.config import (
+    APPLICATION_ADAPTERS,
+    EMBEDDING_ADAPTERS,
+    Config,
+    Cost,
+    ProviderConfig,
+    RetrieverConfig,
+    find_config,
+)
 from evalkit.errors import Issue, SetError
 from evalkit.sets.appcheck import application_issues
 from evalkit.sets.templates import Renderer
@@ -65,6 +73,7 @@ def config_issues(doc: Document) -> list[Issue]:
     duplicates, ids = duplicate_ids(doc, "providers")
     issues.extend(duplicates)
     issues.extend(_reference_issues(doc, data, ids))
+    issues.extend(_embeddings_issues(doc, data, ids))
     issues.extend(duplicate_ids(doc, "retrievers")[0])
     issues.extend(_retriever_issues(doc, data))
     issues.extend(_url_issues(doc, data))
@@ -98,6 +107,30 @@ def _reference_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> lis
             known = ", ".join(sorted(ids)) or "none configured"
             issues.append(doc.issue(path, f"unknown provider instance '{value}' (known: {known})"))
     return issues
+
+
+def _embeddings_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> list[Issue]:
+    """``embeddings: {provider: ID}`` names a configured instance whose adapter can embed
+    (README "Embeddings": openai or local)."""
+    section = data.get("embeddings")
+    wanted = section.get("provider") if isinstance(section, dict) else None
+    if not isinstance(wanted, str):
+        return []  # absent, or the schema's to say
+    path = ("embeddings", "provider")
+    if wanted not in ids:
+        known = ", ".join(sorted(ids)) or "none configured"
+        return [doc.issue(path, f"unknown provider instance '{wanted}' (known: {known}); add it under providers:")]
+    adapters = [p.get("adapter") for p in data.get("providers") or [] if isinstance(p, dict) and p.get("id") == wanted]
+    adapter = adapters[0] if adapters else None
+    if isinstance(adapter, str) and adapter not in EMBEDDING_ADAPTERS:
+        return [
+            doc.issue(
+                path,
+                f"provider instance '{wanted}' (adapter {adapter}) cannot embed texts: name an instance with "
+                "adapter openai (an OpenAI-compatible /embeddings endpoint and an embedding model:) or local",
+            )
+        ]
+    return []
 
 
 def _retriever_issues(doc: Document, data: dict[str, Any]) -> list[Issue]:
@@ -207,6 +240,7 @@ def build_config(doc: Document, path: Path) -> Config:
         retention_days=data.get("retention_days", 90),
         default_provider=data.get("default_provider"),
         decision_provider=(data.get("decision") or {}).get("provider"),
+        embeddings_provider=(data.get("embeddings") or {}).get("provider"),
         cache=data.get("cache", True),
         cache_ttl_days=data.get("cache_ttl_days", 30),
         baselines=Path(data["baselines"]) if "baselines" in data else None,
