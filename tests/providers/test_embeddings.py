@@ -38,7 +38,7 @@ def run(main: Callable[[], Awaitable[T]]) -> T:
 
 def vector_of(text: str, dims: int = 8) -> list[float]:
     """A deterministic vector per text: texts sharing their first word point the same way."""
-    first = text.split()[0].lower() if text.split() else ""
+    first = text.split(maxsplit=1)[0].lower() if text.split() else ""
     seed = sum(ord(c) for c in first) or 1
     return [math.sin(seed * (i + 1)) for i in range(dims)]
 
@@ -131,7 +131,8 @@ def test_a_fault_that_persists_is_an_embedding_error_after_the_retries(fake_llm:
         run(lambda: embed_once(config(fake_llm), ["never"]))
     assert fake_llm.calls == 3  # max_retries 2
     assert str(caught.value) == "provider 'emb': HTTP 500: overloaded (after 3 attempts)"
-    assert isinstance(caught.value, ProviderError) and not caught.value.refused
+    assert isinstance(caught.value, ProviderError)
+    assert not caught.value.refused
 
 
 def test_a_refusal_is_not_retried_and_says_so(fake_llm: FakeServer) -> None:
@@ -218,7 +219,8 @@ def test_implausible_usage_counts_no_tokens(fake_llm: FakeServer) -> None:
     body["usage"] = {"prompt_tokens": -5}
     fake_llm.enqueue(Reply(json=body))
     got = run(lambda: embed_once(config(fake_llm), ["one"]))
-    assert got.input_tokens == 0 and len(got.vectors) == 1
+    assert got.input_tokens == 0
+    assert len(got.vectors) == 1
 
 
 def test_the_key_is_masked_in_an_error(fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -226,7 +228,8 @@ def test_the_key_is_masked_in_an_error(fake_llm: FakeServer, monkeypatch: pytest
     fake_llm.enqueue(Reply(json={"error": {"message": f"bad key {KEY}"}}))
     with pytest.raises(EmbeddingError) as caught:
         run(lambda: embed_once(config(fake_llm, api_key_env=KEY_ENV), ["x"]))
-    assert KEY not in str(caught.value) and "bad key ***" in str(caught.value)
+    assert KEY not in str(caught.value)
+    assert "bad key ***" in str(caught.value)
 
 
 def test_max_concurrency_bounds_the_requests_in_flight(fake_llm: FakeServer) -> None:
@@ -291,7 +294,8 @@ def test_similarity_scores_the_cosine_and_names_the_model(fake_llm: FakeServer) 
 
 def test_a_blank_answer_is_similar_to_nothing_and_sends_nothing(fake_llm: FakeServer) -> None:
     got = run(lambda: with_embedder(config(fake_llm), lambda e: e.similarity("  \n", "Refunds")))
-    assert got.score == 0.0 and fake_llm.calls == 0
+    assert got.score == 0.0
+    assert fake_llm.calls == 0
 
 
 def test_a_failed_embedding_fails_every_caller_waiting_for_it(fake_llm: FakeServer) -> None:
@@ -349,7 +353,8 @@ def test_embeddings_are_cached_like_completions_in_the_database(fake_llm: FakeSe
     replayed, calls, cached = run(lambda: with_embedder(cfg, again, second_cache))
     assert fake_llm.calls == 1  # nothing sent again
     assert (calls, cached, replayed.cached) == (0, 3, 3)
-    assert replayed.vectors == first.vectors and replayed.reported_model == "emb-model-3"
+    assert replayed.vectors == first.vectors
+    assert replayed.reported_model == "emb-model-3"
 
 
 def test_no_cache_reads_nothing_but_still_writes(fake_llm: FakeServer) -> None:
@@ -375,7 +380,8 @@ def test_no_cache_reads_nothing_but_still_writes(fake_llm: FakeServer) -> None:
             await embedder.aclose()
 
     got = run(main)
-    assert fake_llm.calls == 2 and got.cached == 0
+    assert fake_llm.calls == 2
+    assert got.cached == 0
     assert cache.puts == 2
 
 
@@ -406,7 +412,8 @@ def test_a_completion_under_an_embedding_key_is_no_vector(fake_llm: FakeServer) 
     cache.entries[key] = Completion("an answer", ServingRecord("emb", "text-embedding-3-small", "m"), cached=True)
     fake_llm.handler = answer_embeddings
     got = run(lambda: with_embedder(cfg, lambda e: e.embed(["text"]), cache))
-    assert fake_llm.calls == 1 and got.cached == 0
+    assert fake_llm.calls == 1
+    assert got.cached == 0
 
 
 class MemoryCache:

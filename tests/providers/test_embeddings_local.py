@@ -50,8 +50,10 @@ def test_paraphrases_score_higher_than_unrelated_sentences() -> None:
 
     vectors, reported, score = asyncio.run(measure())
     path = default_model_path()
-    assert path is not None and reported == model_id(path)
-    assert len({len(v) for v in vectors}) == 1 and len(vectors) == len(texts)
+    assert path is not None
+    assert reported == model_id(path)
+    assert len({len(v) for v in vectors}) == 1
+    assert len(vectors) == len(texts)
 
     paraphrase = [cosine(vectors[2 * i], vectors[2 * i + 1]) for i in range(len(PARAPHRASES))]
     unrelated = [
