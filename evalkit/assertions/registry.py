@@ -66,6 +66,8 @@ class Context:
     tool_calls: tuple[ToolCall, ...] = ()  # the answer's (README, "Tools and tool calls")
     tools: tuple[Mapping[str, JsonValue], ...] = ()  # the tools the call declared
     recorded_context: JsonValue = None  # the context an application reported it used
+    # model-graded assertions' outcomes by their checked value (evalkit.assertions.judged)
+    judgements: Mapping[Any, Outcome] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -147,7 +149,7 @@ def register(
 
 def _builtins() -> None:
     # one module per family; importing it registers its types
-    from evalkit.assertions import call, jsondoc, patterns, pyfunc, text, tools  # noqa: F401
+    from evalkit.assertions import call, jsondoc, judged, patterns, pyfunc, text, tools  # noqa: F401
 
 
 _LOADED: list[bool] = []  # the built-in families are imported on first use

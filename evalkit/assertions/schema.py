@@ -29,10 +29,29 @@ def _entries(kinds: Iterable[AssertionType]) -> dict[str, dict[str, Any]]:
     return dict(sorted(entries.items()))
 
 
+MODEL_GRADED_KEYS = {
+    "threshold": "Where a rubric or factuality assertion holds (a score in 0..1; default 0.6).",
+    "min": "Where a similar assertion holds (a cosine similarity in 0..1; default 0.8).",
+    "provider": "The instance that grades it (a judge, or for similar an embeddings instance).",
+}
+
+
+def _model_graded_keys(graded: list[str]) -> dict[str, Any]:
+    """The long form's keys beside the value, for the model-graded types only (README
+    "Model-graded assertions")."""
+    refused = {"not": {}, "x-message": "belongs only to the model-graded assertions (rubric, factuality, similar)"}
+    return {
+        "if": {"properties": {"type": {"not": {"enum": graded}}}},
+        "then": {"properties": dict.fromkeys(MODEL_GRADED_KEYS, refused)},
+    }
+
+
 def definitions(kinds: Iterable[AssertionType] | None = None) -> dict[str, Any]:
     """``$defs`` entries: ``assertion`` (either form), its short and long forms."""
-    entries = _entries(types() if kinds is None else kinds)
+    listed = list(types() if kinds is None else kinds)
+    entries = _entries(listed)
     names = list(entries)
+    graded = sorted(n for k in listed if k.needs & {"judge", "embeddings"} for n in (k.name, NEGATION + k.name))
     return {
         "assertion": {
             "description": "A one-key mapping (type: value), or the long form {type, value, weight}.",
@@ -59,11 +78,15 @@ def definitions(kinds: Iterable[AssertionType] | None = None) -> dict[str, Any]:
                     "type": "number",
                     "minimum": 0,
                 },
+                **{key: {"description": text} for key, text in MODEL_GRADED_KEYS.items()},
             },
             "allOf": [
-                {"if": {"properties": {"type": {"const": name}}}, "then": {"properties": {"value": schema}}}
-                for name, schema in entries.items()
-                if set(schema) - {"description"}
+                _model_graded_keys(graded),
+                *(
+                    {"if": {"properties": {"type": {"const": name}}}, "then": {"properties": {"value": schema}}}
+                    for name, schema in entries.items()
+                    if set(schema) - {"description"}
+                ),
             ],
         },
     }

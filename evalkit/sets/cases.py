@@ -27,7 +27,9 @@ from evalkit.sets.yamldoc import DataPath, Document, format_path, load_document
 
 CASE_SUFFIXES = {".csv": "CSV", ".jsonl": "JSONL", ".yaml": "YAML", ".yml": "YAML"}
 ROW_KEYS = ("id", "assertions", "critical", "threshold")  # what a row sets besides its variables
-LONG_FORM_KEYS = frozenset({"type", "value", "weight"})
+LONG_FORM_KEYS = frozenset({"type", "value", "weight", "threshold", "min", "provider"})
+# a model-graded assertion's long form may set these beside its value (README "Model-graded assertions")
+VALUE_KEYS = ("threshold", "min", "provider")
 MAX_ROW_ISSUES = 50  # distinct problems listed per data file; the rest are counted
 
 
@@ -37,7 +39,11 @@ def assertion_form(item: Any) -> tuple[Any, Any, Any, tuple[str, ...]] | None:
     if not isinstance(item, dict):
         return None
     if "type" in item:
-        return item.get("type"), item.get("value"), item.get("weight", 1), ("value",)
+        value = item.get("value")
+        beside = {key: item[key] for key in VALUE_KEYS if key in item}
+        if beside:  # {type: rubric, value: ..., threshold: 0.8} is rubric: {value: ..., threshold: 0.8}
+            value = {"value": value, **beside}
+        return item.get("type"), value, item.get("weight", 1), ("value",)
     if len(item) != 1:
         return None
     kind, value = next(iter(item.items()))

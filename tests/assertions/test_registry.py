@@ -15,6 +15,7 @@ DESIGN_41 = {
     "exact", "contains", "regex", "json_schema", "icontains", "contains_any", "contains_all", "icontains_any",
     "icontains_all", "starts_with", "equals_json", "contains_json", "levenshtein", "word_count", "latency_ms",
     "cost", "python", "tool_called", "tool_sequence", "valid_tool_calls", "tool_call_f1", "context_contains",
+    "rubric", "factuality", "similar",  # the model-graded ones (README "Model-graded assertions")
 }  # fmt: skip
 
 
