@@ -117,13 +117,28 @@ def map_provider(provider: Any, instances: Mapping[str, str], kind: str) -> tupl
         if provider is None:
             return None, ""
     ident = provider.get("id") if isinstance(provider, Mapping) else provider
+    if kind == "similar":
+        return None, _embedding_hint(ident)
     if isinstance(ident, str) and instance_key(ident) in instances:
         return instances[instance_key(ident)], ""
-    section = "embeddings" if kind == "similar" else "judge"
     shown = ident if isinstance(ident, str) else "its grading provider"
     return None, (
         f"grading provider {shown} is not one of the config's providers: add an evalkit.yaml instance for it and "
-        f"name it with provider: on the assertion, or as {section}: {{provider: ID}}"
+        "name it with provider: on the assertion, or as judge: {provider: ID}"
+    )
+
+
+def _embedding_hint(ident: Any) -> str:
+    """similar embeds with an embedding model: promptfoo's ``openai:embedding:<model>`` is said as
+    the evalkit.yaml instance to add; a chat provider (a test's grading provider) promptfoo itself
+    passes over for its default embedding model, and so does the import."""
+    parts = ident.split(":") if isinstance(ident, str) else []
+    if len(parts) < 3 or parts[1] not in ("embedding", "embeddings"):
+        return ""
+    model = ":".join(parts[2:])
+    return (
+        f"embedding provider {ident}: add an evalkit.yaml instance {{id: ID, adapter: openai, model: {model}}} "
+        "and name it as embeddings: {provider: ID} (or provider: ID on the assertion)"
     )
 
 
