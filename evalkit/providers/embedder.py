@@ -171,6 +171,10 @@ class RunEmbedder:
         )
         self._cache.put(self._key(text), entry, self._endpoint)
 
+    def keys(self, texts: Sequence[str]) -> list[str]:
+        """The completion cache's keys of ``texts`` (a run preloads its expected values' by them)."""
+        return [self._key(text) for text in dict.fromkeys(texts)]
+
     def _key(self, text: str) -> str:
         return embedding_key(self.instance_id, text, model=self.client.model, endpoint=self._endpoint)
 

@@ -119,7 +119,7 @@ def _embeddings_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> li
     path = ("embeddings", "provider")
     if wanted not in ids:
         known = ", ".join(sorted(ids)) or "none configured"
-        return [doc.issue(path, f"unknown provider instance '{wanted}' (known: {known}); add it under providers:")]
+        return [doc.issue(path, f"unknown provider instance '{wanted}' (known: {known})")]
     adapters = [p.get("adapter") for p in data.get("providers") or [] if isinstance(p, dict) and p.get("id") == wanted]
     adapter = adapters[0] if adapters else None
     if isinstance(adapter, str) and adapter not in EMBEDDING_ADAPTERS:

@@ -377,7 +377,7 @@ CONFIG_CASES: list[Any] = [
         "unknown_embeddings_provider",
         [
             "tests/data/invalid/config/unknown_embeddings_provider.yaml:2:24: embeddings.provider: unknown provider "
-            "instance 'emb' (known: local); add it under providers:"
+            "instance 'emb' (known: local)"
         ],
     ),
     case(

@@ -337,10 +337,9 @@ def test_embeddings_are_cached_like_completions_in_the_database(fake_llm: FakeSe
     assert fake_llm.calls == 1
 
     second_cache = StoreCache(db)
+    keys = open_embedder(cfg).keys([*texts, texts[0]])
+    assert len(keys) == 3  # each text once
     with Store.open(db) as store:
-        from evalkit.providers import endpoint_identity
-
-        keys = [embedding_key("emb", t, model="text-embedding-3-small", endpoint=endpoint_identity(cfg)) for t in texts]
         assert second_cache.preload(store, keys) == 3
         rows = store.con.execute("select provider, model, response, input_tokens from cache order by key").fetchall()
     assert {r[:3] for r in rows} == {("emb", "text-embedding-3-small", "")}
@@ -455,3 +454,23 @@ def test_an_unset_key_is_refused_before_any_call(fake_llm: FakeServer, monkeypat
     with pytest.raises(InputError, match="environment variable EVALKIT_EMB_KEY_UNSET is not set"):
         check_embeddings(config(fake_llm, api_key_env="EVALKIT_EMB_KEY_UNSET"))
     assert fake_llm.calls == 0
+
+
+def test_embeddings_go_through_the_instances_proxy(fake_llm: FakeServer) -> None:
+    from tests.proxyserver import ProxyServer
+
+    proxy = ProxyServer().start()
+    try:
+        fake_llm.handler = answer_embeddings
+        got = run(lambda: embed_once(config(fake_llm, proxy=proxy.url), ["via the proxy"]))
+    finally:
+        proxy.stop()
+    assert [(r.method, r.target) for r in proxy.requests] == [("POST", f"{fake_llm.url}/v1/embeddings")]
+    assert got.vectors == (tuple(vector_of("via")),)
+
+
+def test_a_slow_endpoint_times_out_as_an_embedding_error(fake_llm: FakeServer) -> None:
+    fake_llm.handler = lambda request: Reply(json=embeddings_body(list(request.json["input"])), delay_s=1.0)
+    with pytest.raises(EmbeddingError) as caught:
+        run(lambda: embed_once(config(fake_llm, timeout_s=0.2, max_retries=0), ["slow"]))
+    assert str(caught.value) == "provider 'emb': timed out after 0.2 s (after 1 attempt)"
