@@ -151,15 +151,16 @@ def _schema(text: dict[str, Any], limit: str) -> dict[str, Any]:
                 "additionalProperties": False,
                 "properties": {
                     "value": text,
-                    limit: {"type": "number", "minimum": 0, "maximum": 1},
-                    "provider": {"type": "string", "minLength": 1},
+                    limit: {"type": "number"},  # 0..1: the check says so in words
+                    "provider": {"type": "string"},
                 },
             },
         ]
     }
 
 
-_TEXT = {"type": "string", "minLength": 1}
+_TEXT = {"type": "string"}  # not empty: the check says so in words
+MODEL_GRADED = frozenset({"rubric", "factuality", "similar"})
 
 register(
     "rubric", check=check_rubric, evaluate=evaluate, schema=_schema(_TEXT, "threshold"), needs=frozenset({JUDGE}),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from evalkit.assertions.judged import MODEL_GRADED
 from evalkit.errors import Issue, SetError
 from evalkit.jsonl import json_lines
 from evalkit.sets.validation import describe, suggest
@@ -41,7 +42,8 @@ def assertion_form(item: Any) -> tuple[Any, Any, Any, tuple[str, ...]] | None:
     if "type" in item:
         value = item.get("value")
         beside = {key: item[key] for key in VALUE_KEYS if key in item}
-        if beside:  # {type: rubric, value: ..., threshold: 0.8} is rubric: {value: ..., threshold: 0.8}
+        # {type: rubric, value: ..., threshold: 0.8} is rubric: {value: ..., threshold: 0.8}
+        if beside and str(item.get("type")).removeprefix("not_") in MODEL_GRADED:
             value = {"value": value, **beside}
         return item.get("type"), value, item.get("weight", 1), ("value",)
     if len(item) != 1:

@@ -111,6 +111,11 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
         {"expected": st.lists(TOOL_NAMES, min_size=1, max_size=3)}, optional={"min": st.floats(0, 1)}
     ),
     "context_contains": NEEDLE,
+    # model-graded (README "Model-graded assertions"): without a judgement in the context, undecided
+    "rubric": NEEDLE.filter(str.strip)
+    | st.fixed_dictionaries({"value": NEEDLE.filter(str.strip)}, optional={"threshold": st.floats(0, 1)}),
+    "factuality": st.just(True) | NEEDLE.filter(str.strip),
+    "similar": st.fixed_dictionaries({"value": NEEDLE.filter(str.strip)}, optional={"min": st.floats(0, 1)}),
 }
 RESPONSES = TEXT | JSON_VALUES.map(json.dumps) | st.tuples(TEXT, JSON_VALUES.map(json.dumps)).map("".join)
 CONTEXTS = st.builds(

@@ -95,8 +95,8 @@ LOAD_ERRORS = [
 ]
 
 TYPES = (
-    "contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, icontains_all, "
-    "icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; "
+    "contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, icontains_all, "
+    "icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; "
     "each also as not_<type>"
 )
 UNKNOWN_TYPES = [

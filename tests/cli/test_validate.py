@@ -245,7 +245,7 @@ SET_CASES: list[Any] = [
     case(
         "unknown_assertion_type",
         [
-            "tests/data/invalid/unknown_assertion_type.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?"
+            "tests/data/invalid/unknown_assertion_type.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?"
         ],
     ),
     case(
@@ -613,7 +613,7 @@ def test_validate_lists_every_error_in_a_file(cli, write_file) -> None:
         "several.yaml:1:5: id: 'Bad-Id' is not a valid set id: use lowercase letters, digits and _ in dot-separated parts (e.g. acme_search.faq)",
         "several.yaml:3:34: tolerances.max_pass_rate_drop: must be a finite number in 0..1, got nan",
         "several.yaml:6:13: prompts[0].prompt: must not be empty",
-        "several.yaml:8:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?",
+        "several.yaml:8:9: prompts[0].assertions[0]: unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?",
         "several.yaml:9:16: prompts[0].assertions[1].regex: invalid regex '(': missing ) at position 1",
         "several.yaml:10:5: prompts[1]: prompt 'a' has neither an assertion nor a reference; add assertions: or reference:",
         "several.yaml:10:9: prompts[1].id: duplicate prompt id 'a' (first at line 5)",

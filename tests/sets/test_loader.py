@@ -203,7 +203,7 @@ def test_set_error_carries_located_issues() -> None:
             7,
             9,
             "prompts[0].assertions[0]",
-            "unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); "
+            "unknown assertion type 'containz' (expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); "
             "did you mean 'contains'?",
         )
     ]
@@ -393,8 +393,8 @@ def test_prompt_without_id_is_not_called_none(write_file) -> None:
 
 
 TYPES = (
-    "contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, "
-    "icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, "
+    "contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, "
+    "icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, "
     "tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>"
 )
 PROMPT_KEYS = (

@@ -24,7 +24,7 @@ def test_unknown_names_get_a_suggestion_only_when_it_is_a_typo(cli: Any, write_f
     write_file("vars.yaml", one_assertion("contains", "\n        inputs: {a: 1}"))
     write_file("typo.yaml", one_assertion("containz"))
     write_file("cfg/evalkit.yaml", "providers: [{id: x, adapter: openia, base_url: 'http://127.0.0.1:9/v1'}]\n")
-    expected = "(expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>)"
+    expected = "(expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>)"
     assert cli("validate", "valid_negation.yaml").exit_code == 0  # not_contains exists (README "Negation")
     assert cli("validate", "negated.yaml").stderr.splitlines()[0] == (
         f"negated.yaml:7:9: prompts[0].assertions[0]: unknown assertion type 'not_containz' {expected}; "

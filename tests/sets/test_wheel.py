@@ -151,7 +151,7 @@ def test_installed_wheel_validates_outside_the_repository(installed: Path, tmp_p
     assert report["id"] == "demo.ok"
     assert report["bad"] == (
         "sets/bad.yaml:4:38: prompts[0].assertions[0]: unknown assertion type 'containz' "
-        "(expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?"
+        "(expected one of: contains, contains_all, contains_any, contains_json, context_contains, cost, equals_json, exact, factuality, icontains, icontains_all, icontains_any, json_schema, latency_ms, levenshtein, python, regex, rubric, similar, starts_with, tool_call_f1, tool_called, tool_sequence, valid_tool_calls, word_count; each also as not_<type>); did you mean 'contains'?"
     )
 
 
