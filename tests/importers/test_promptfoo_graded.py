@@ -140,3 +140,14 @@ def test_a_csv_similar_shorthand_keeps_its_threshold(isolated: Path, cli: Any, w
     (path,) = Path("sets").glob("*.yaml")
     data = parse_document(path.read_text(encoding="utf-8"), str(path)).data
     assert list(data["prompts"][0]["assertions"]) == [{"type": "similar", "value": "We ship abroad.", "min": 0.8}]
+
+
+def test_a_grading_prompt_override_is_listed(isolated: Path, cli: Any, write_file: Any) -> None:
+    write_file("promptfooconfig.yaml", CONFIG.format(asserts="      - {type: llm-rubric, value: Is polite}")
+               + "    options: {rubricPrompt: 'Grade this: {{output}}'}\n")  # fmt: skip
+    result = cli("import", "promptfoo", "promptfooconfig.yaml", "--out", "sets")
+    assert result.exit_code == 0, result.stderr
+    assert (
+        "  promptfooconfig.yaml:8: options.rubricPrompt: grading prompt override: evalkit's judges ask with their "
+        "own fixed, versioned profiles"
+    ) in result.stdout.splitlines()

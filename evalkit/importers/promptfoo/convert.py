@@ -31,7 +31,7 @@ _REFUSED_OPTIONS = {
     "storeOutputAs": "a conversation built from earlier outputs; write it as messages:",
 }
 _NOTED_OPTIONS = {
-    "rubricPrompt": "grading prompt override: evalkit's decision grader uses its own profile",
+    "rubricPrompt": "grading prompt override: evalkit's judges ask with their own fixed, versioned profiles",
     "repeat": "use evalkit run --repeat N",
 }
 
