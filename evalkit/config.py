@@ -28,6 +28,9 @@ ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com/v1"
 # your application rather than a model (README, "Testing your application"); an instance's
 # endpoint identity starts with its adapter's name
 APPLICATION_ADAPTERS = ("http", "python", "command")
+# the adapters whose instances can embed texts (README "Embeddings"): an OpenAI-compatible
+# /embeddings endpoint, or the local model in llama.cpp's embedding mode
+EMBEDDING_ADAPTERS = ("openai", "local")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +118,7 @@ class Config:
     default_provider: str | None = None
     decision_provider: str | None = None
     judge_provider: str | None = None  # model-graded assertions' judge (README "Model-graded assertions")
-    embeddings_provider: str | None = None  # similar assertions' embeddings instance
+    embeddings_provider: str | None = None  # the instance ``embeddings: {provider: ID}`` names
     cache: bool = True
     cache_ttl_days: int = 30  # older entries are not read (docs/contract.md "The completion cache")
     batch_poll_s: float = 60.0  # the longest pause between two polls of a provider batch (README "Batches")

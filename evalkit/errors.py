@@ -11,6 +11,7 @@ and exits with the class's ``exit_code``. Anything else is a bug and keeps its t
     └── RunError (3)              the run could not complete
         ├── ProviderError         a model call failed after its retries (per item: data, not a crash)
         │   └── ProviderRefused   the endpoint refused us (auth, unknown model): the run aborts
+        │   └── EmbeddingError    embedding texts failed (``refused``: no retry can fix it)
         ├── RetrieverError        a retriever call failed
         ├── ModelMissingError     the local model file or its runtime is not installed
         ├── ShardsIncomplete      evalkit gate: a run group's shards are missing, doubled or inconsistent
@@ -115,6 +116,16 @@ class ProviderError(RunError):
 
 class ProviderRefused(ProviderError):
     """The endpoint refused the request in a way no retry can fix (401/403/404)."""
+
+
+class EmbeddingError(ProviderError):
+    """Embedding texts failed (README "Embeddings"): the ``similar`` assertion it serves is
+    undecided and its item errored with this reason. ``refused``: the endpoint refused us (auth,
+    unknown model), which no other item's call will fix."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class RetrieverError(RunError):

@@ -6,17 +6,20 @@ decision grader receives a ``Provider``, the runner a ``CompletionCache``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from evalkit.records import (
     CallFacts,
     Completion,
     CompletionRequest,
+    Embeddings,
     Grade,
     Prompt,
     PromptSet,
     Ranking,
     ServingRecord,
+    Similarity,
 )
 
 
@@ -31,6 +34,21 @@ class Provider(Protocol):
     def adapter(self) -> str: ...
 
     async def complete(self, request: CompletionRequest) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Embedder(Protocol):
+    """The embeddings instance of a run, for the ``similar`` assertion (README "Embeddings"):
+    each distinct text is embedded once per run, through the completion cache; a failure raises
+    ``EmbeddingError`` (a ``ProviderError``) naming the reason."""
+
+    @property
+    def instance_id(self) -> str: ...
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings: ...
+
+    async def similarity(self, answer: str, expected: str) -> Similarity: ...
 
     async def aclose(self) -> None: ...
 

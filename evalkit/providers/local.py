@@ -95,8 +95,11 @@ def missing_pieces(config: ProviderConfig) -> str | None:
     return None
 
 
-def start_server(config: ProviderConfig, path: Path) -> tuple[Any, str]:
-    """Start llama.cpp's server on a free port of 127.0.0.1; returns (server, base URL)."""
+def start_server(config: ProviderConfig, path: Path, *, embedding: bool = False) -> tuple[Any, str]:
+    """Start llama.cpp's server on a free port of 127.0.0.1; returns (server, base URL).
+    ``embedding``: llama.cpp's embedding mode (``/v1/embeddings``), mean-pooled over the tokens
+    (a chat model has no pooling of its own, and without one llama.cpp answers no OpenAI-shaped
+    vectors), each input read in one batch (README "Embeddings")."""
     try:
         import xllamacpp
     except ImportError:
@@ -116,6 +119,10 @@ def start_server(config: ProviderConfig, path: Path) -> tuple[Any, str]:
     params.sampling.seed = config.seed
     params.verbosity = -1
     params.warmup = False
+    if embedding:
+        params.embedding = True
+        params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+        params.n_batch = params.n_ubatch = config.n_ctx  # an input longer than a batch is refused
     try:
         server = xllamacpp.Server(params)
     except RuntimeError as exc:  # llama.cpp could not load the file (corrupt, not a GGUF, too new)

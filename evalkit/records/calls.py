@@ -210,6 +210,33 @@ def tool_calls_of(recorded: JsonValue) -> tuple[ToolCall, ...]:
 
 
 @record
+class Embeddings:
+    """What an embeddings endpoint answered for a list of texts: one vector per text, in order,
+    the model it reported (None: it named none) and the input tokens it counted (README
+    "Embeddings"). ``cached`` counts the vectors replayed from the completion cache, ``calls``
+    the requests sent for the rest."""
+
+    vectors: tuple[tuple[float, ...], ...]
+    reported_model: str | None
+    input_tokens: int = 0
+    cached: int = 0
+    calls: int = 0
+
+
+@record
+class Similarity:
+    """How close an answer is to an expected text (README "Embeddings"): the cosine of their
+    embeddings clipped to 0..1, the model that embedded both, and what it took (tokens, vectors
+    replayed from the completion cache, requests sent)."""
+
+    score: float
+    reported_model: str | None
+    input_tokens: int = 0
+    cached: int = 0
+    calls: int = 0
+
+
+@record
 class Completion:
     text: str
     serving: ServingRecord

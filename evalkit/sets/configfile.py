@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from evalkit import plugins
-from evalkit.config import APPLICATION_ADAPTERS, Config, Cost, ProviderConfig, RetrieverConfig, find_config
+from evalkit.config import (
+    APPLICATION_ADAPTERS,
+    EMBEDDING_ADAPTERS,
+    Config,
+    Cost,
+    ProviderConfig,
+    RetrieverConfig,
+    find_config,
+)
 from evalkit.errors import Issue, SetError
 from evalkit.sets.appcheck import application_issues
 from evalkit.sets.templates import Renderer
@@ -65,6 +73,7 @@ def config_issues(doc: Document) -> list[Issue]:
     duplicates, ids = duplicate_ids(doc, "providers")
     issues.extend(duplicates)
     issues.extend(_reference_issues(doc, data, ids))
+    issues.extend(_embeddings_issues(doc, data, ids))
     issues.extend(duplicate_ids(doc, "retrievers")[0])
     issues.extend(_retriever_issues(doc, data))
     issues.extend(_url_issues(doc, data))
@@ -88,7 +97,7 @@ def _reference_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> lis
         elif fallback is not None and fallback == provider.get("id"):
             issues.append(doc.issue(("providers", index, "fallback"), "an instance cannot fall back to itself"))
     named: list[tuple[tuple[str, ...], Any]] = [(("default_provider",), data.get("default_provider"))]
-    for section in ("decision", "judge", "embeddings"):  # the graders' instances
+    for section in ("decision", "judge"):  # the graders' instances (embeddings: _embeddings_issues)
         block = data.get(section)
         named.append(((section, "provider"), block.get("provider") if isinstance(block, dict) else None))
     for path, value in named:
@@ -96,6 +105,30 @@ def _reference_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> lis
             known = ", ".join(sorted(ids)) or "none configured"
             issues.append(doc.issue(path, f"unknown provider instance '{value}' (known: {known})"))
     return issues
+
+
+def _embeddings_issues(doc: Document, data: dict[str, Any], ids: set[str]) -> list[Issue]:
+    """``embeddings: {provider: ID}`` names a configured instance whose adapter can embed
+    (README "Embeddings": openai or local)."""
+    section = data.get("embeddings")
+    wanted = section.get("provider") if isinstance(section, dict) else None
+    if not isinstance(wanted, str):
+        return []  # absent, or the schema's to say
+    path = ("embeddings", "provider")
+    if wanted not in ids:
+        known = ", ".join(sorted(ids)) or "none configured"
+        return [doc.issue(path, f"unknown provider instance '{wanted}' (known: {known})")]
+    adapters = [p.get("adapter") for p in data.get("providers") or [] if isinstance(p, dict) and p.get("id") == wanted]
+    adapter = adapters[0] if adapters else None
+    if isinstance(adapter, str) and adapter not in EMBEDDING_ADAPTERS:
+        return [
+            doc.issue(
+                path,
+                f"provider instance '{wanted}' (adapter {adapter}) cannot embed texts: name an instance with "
+                "adapter openai (an OpenAI-compatible /embeddings endpoint and an embedding model:) or local",
+            )
+        ]
+    return []
 
 
 def _retriever_issues(doc: Document, data: dict[str, Any]) -> list[Issue]:

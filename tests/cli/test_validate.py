@@ -314,6 +314,14 @@ CONFIG_CASES: list[Any] = [
         ],
     ),
     case(
+        "embeddings_cannot_embed",
+        [
+            "tests/data/invalid/config/embeddings_cannot_embed.yaml:3:13: embeddings.provider: provider instance 'claude' "
+            "(adapter anthropic) cannot embed texts: name an instance with adapter openai (an OpenAI-compatible "
+            "/embeddings endpoint and an embedding model:) or local"
+        ],
+    ),
+    case(
         "fallback_to_itself",
         [
             "tests/data/invalid/config/fallback_to_itself.yaml:7:15: providers[0].fallback: an instance cannot fall back to itself"
@@ -363,6 +371,13 @@ CONFIG_CASES: list[Any] = [
         "unknown_decision_provider",
         [
             "tests/data/invalid/config/unknown_decision_provider.yaml:2:22: decision.provider: unknown provider instance 'judge' (known: local)"
+        ],
+    ),
+    case(
+        "unknown_embeddings_provider",
+        [
+            "tests/data/invalid/config/unknown_embeddings_provider.yaml:2:24: embeddings.provider: unknown provider "
+            "instance 'emb' (known: local)"
         ],
     ),
     case(

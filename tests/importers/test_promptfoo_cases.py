@@ -12,6 +12,7 @@ purpose (a test that lost an assertion fails until its stand-in is replaced).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections import defaultdict
@@ -24,6 +25,7 @@ from evalkit.records import PromptSet
 from evalkit.sets import load_config, load_set
 from evalkit.sets.yamldoc import parse_document
 from tests.conftest import REPO
+from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply
 
 CASES_DIR = REPO / "tests" / "data" / "promptfoo"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "expected.json").is_file())
@@ -53,7 +55,10 @@ def section(stdout: str, title: str) -> list[str]:
 
 def as_written(assertion: Any) -> tuple[str, Any, float]:
     if "type" in assertion:
-        return assertion["type"], assertion["value"], float(assertion.get("weight", 1))
+        # a model-graded assertion's threshold, min and provider are part of its value, as the loader reads them
+        beside = {k: assertion[k] for k in ("threshold", "min", "provider") if k in assertion}
+        value = {"value": assertion["value"], **beside} if beside else assertion["value"]
+        return assertion["type"], value, float(assertion.get("weight", 1))
     (kind, value), *_ = assertion.items()
     return kind, value, 1.0
 
@@ -146,12 +151,33 @@ def answer_rounds(answers: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return rounds
 
 
+def failing_grader(request: Recorded) -> Reply:
+    """A judge that rates every answer level 0, and embeddings under which no two texts are similar
+    (each text its own axis): the recorded verdicts hold whatever the model-graded assertions say,
+    so they never pass one."""
+    if request.path.endswith("/embeddings"):
+        axes = [int(hashlib.sha256(text.encode()).hexdigest(), 16) % 4096 for text in request.json["input"]]
+        vectors = [[1.0 if i == axis else 0.0 for i in range(4096)] for axis in axes]
+        return Reply(json={"data": [{"index": n, "embedding": v} for n, v in enumerate(vectors)], "model": "emb"})
+    return openai_reply('{"level": 0, "reason": "the test does not depend on it"}', model="judge")
+
+
+GRADERS = """
+  - {{id: judge, adapter: openai, base_url: '{url}/v1', model: judge, max_retries: 0}}
+  - {{id: emb, adapter: openai, base_url: '{url}/v1', model: emb, max_retries: 0}}
+decision: {{provider: judge}}
+embeddings: {{provider: emb}}
+"""
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if expected_of(c)["answers"]])
-def test_round_trip_verdicts_are_promptfoos(case: str, isolated: Path, cli: Any) -> None:
+def test_round_trip_verdicts_are_promptfoos(case: str, isolated: Path, cli: Any, fake_llm: FakeServer) -> None:
     expected = expected_of(case)
     assert run_import(case, isolated, cli).exit_code == 0
+    fake_llm.handler = failing_grader
     (isolated / "evalkit.yaml").write_text(
-        "providers:\n  - id: recorded\n    adapter: replay\n    path: answers.jsonl\n", encoding="utf-8"
+        "providers:\n  - id: recorded\n    adapter: replay\n    path: answers.jsonl" + GRADERS.format(url=fake_llm.url),
+        encoding="utf-8",
     )
     for batch in answer_rounds(expected["answers"]):
         sets = sorted({a["set"] for a in batch})

@@ -118,7 +118,7 @@ def test_nothing_to_convert_lists_why_and_writes_nothing(isolated: Path, cli: An
         tests:
           - vars: {topic: cats}
             assert:
-              - type: llm-rubric
+              - type: g-eval
                 value: is funny
         """,
     )
@@ -126,8 +126,8 @@ def test_nothing_to_convert_lists_why_and_writes_nothing(isolated: Path, cli: An
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "Not converted:",
-        "  promptfooconfig.yaml:5: llm-rubric: model-graded: use --grader decision with a reference (the expected "
-        "answer, or the rubric)",
+        "  promptfooconfig.yaml:5: g-eval: G-Eval's criteria and its step-by-step scoring have no evalkit equivalent; "
+        "write the criteria as a rubric: (a judge rates the answer on five levels)",
         "  promptfooconfig.yaml:3: test: none of its assertions converts; evalkit needs one to grade",
         "Error: nothing to write: none of the 1 test of promptfooconfig.yaml converts (see the list above)",
     ]
@@ -218,8 +218,8 @@ def test_what_defaulttest_sets_is_reported_once_where_it_is_written(isolated: Pa
     assert result.exit_code == 0, result.stderr
     listed = [line for line in result.stdout.splitlines() if "options.provider" in line]
     assert listed == [
-        "  promptfooconfig.yaml:4: options.provider: grading provider override: evalkit's decision grader asks "
-        "the decision: provider of evalkit.yaml"
+        "  promptfooconfig.yaml:4: options.provider: grading provider: it grades model-graded assertions (in evalkit "
+        "provider: on a rubric, factuality or similar), and this test has none"
     ]
     assert result.stdout.splitlines()[-1] == (
         "Converted 2 of 2 tests into 2 prompts in 1 set; 2 of 2 assertions converted."
@@ -437,7 +437,7 @@ def test_a_test_that_lost_an_assertion_fails_until_it_is_replaced(isolated: Path
             assert:
               - {type: contains, value: Paris}
               - {type: equals, value: paris, transform: output.toLowerCase()}
-              - {type: llm-rubric, value: is polite, weight: 0}
+              - {type: g-eval, value: is polite, weight: 0}
               - {type: icontains, value: '{{capital}}'}
         """,
     )
@@ -447,12 +447,12 @@ def test_a_test_that_lost_an_assertion_fails_until_it_is_replaced(isolated: Path
         "as nothing); define it in vars" in result.stdout.splitlines()  # fmt: skip
     assert result.stdout.splitlines()[-1] == (
         "Converted 1 of 1 test (1 partly) into 1 prompt in 1 set; 1 of 4 assertions converted "
-        "(not converted: 1 equals with transform, 1 llm-rubric, 1 icontains)."
+        "(not converted: 1 equals with transform, 1 g-eval, 1 icontains)."
     )
     text = (isolated / "sets" / "work.yaml").read_text(encoding="utf-8")
     assert (
         "  # Not converted (a regex that never matches stands in, failing until replaced): equals with transform, "
-        "llm-rubric, icontains\n  - id: test-1\n"
+        "g-eval, icontains\n  - id: test-1\n"
     ) in text
     prompt_set = load_set(isolated / "sets" / "work.yaml")
     assert isinstance(prompt_set, PromptSet)

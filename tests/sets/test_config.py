@@ -225,3 +225,21 @@ def test_validate_with_paths_still_checks_the_named_config(cli, isolated: Path) 
     result = cli("validate", "--config", "nope.yaml", "sets")
     assert result.exit_code == 2
     assert "nope.yaml: config file not found (--config)" in result.stderr
+
+
+def test_the_embeddings_instance_is_loaded(isolated: Path) -> None:
+    write(
+        isolated / "evalkit.yaml",
+        """
+        embeddings: {provider: emb}
+        providers:
+          - {id: gpt, adapter: openai, model: gpt-4o-mini}
+          - {id: emb, adapter: openai, model: text-embedding-3-small}
+          - {id: here, adapter: local}
+        """,
+    )
+    assert load_config().embeddings_provider == "emb"
+    write(isolated / "evalkit.yaml", "embeddings: {provider: here}\nproviders: [{id: here, adapter: local}]\n")
+    assert load_config().embeddings_provider == "here"
+    write(isolated / "evalkit.yaml", "providers: [{id: here, adapter: local}]\n")
+    assert load_config().embeddings_provider is None

@@ -18,6 +18,7 @@ with the test's vars, each string of a list likewise, a mapping not at all; ``fi
     tool-call-f1                 tool_call_f1 {expected: the names, min: threshold (default 1)}
     trajectory:tool-used         tool_called: the name
     trajectory:tool-sequence     tool_sequence: the steps ({steps, exact: true} in mode exact)
+    llm-rubric, model-graded-closedqa, factuality, similar: rubric, factuality, similar (graded.py)
 
 ``not-`` becomes ``not_``, ``weight`` the weight, ``metric`` a comment (evalkit has no named
 metrics). Everything else is not converted, with a hint. Each converted value is checked by
@@ -29,13 +30,16 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evalkit.assertions import registry
 from evalkit.assertions.registry import AssertionValueError, Where
 from evalkit.importers.jsregex import UntranslatableRegex, translate
+from evalkit.importers.promptfoo.graded import GRADED, Refused, convert_graded
+from evalkit.importers.promptfoo.graded import HINTS as GRADED_HINTS
+from evalkit.importers.promptfoo.graded import item as graded_item
 from evalkit.importers.promptfoo.source import (
     JS_EXTENSIONS,
     Loc,
@@ -47,18 +51,13 @@ from evalkit.importers.promptfoo.source import (
 )
 from evalkit.sets.nunjucks import TemplateMismatch, js_string, render
 
-DECISION = "use --grader decision with a reference (the expected answer, or the rubric)"
+DECISION = "write what it checks as a rubric: (a judge rates the answer on five levels)"
 PYTHON = "rewrite it as a python: check (file.py:function, called with (response, context))"
 HINTS = {
-    **dict.fromkeys(
-        ("llm-rubric", "g-eval", "model-graded-closedqa", "agent-rubric", "search-rubric", "answer-relevance",
-         "conversation-relevance"), f"model-graded: {DECISION}"),
-    **dict.fromkeys(("factuality", "model-graded-factuality"),
-                    "model-graded: its value is a reference answer; put it in reference: and use --grader decision"),
+    **dict.fromkeys(("agent-rubric", "search-rubric", "conversation-relevance"), f"model-graded: {DECISION}"),
+    **GRADED_HINTS,
     **dict.fromkeys(("context-faithfulness", "context-recall", "context-relevance"),
                     "RAG context check: evalkit measures retrieval with question sets (evalkit retrieval)"),
-    **dict.fromkeys(("similar", "similar:cosine", "similar:dot", "similar:euclidean"),
-                    "embedding similarity has no evalkit equivalent; levenshtein, or --grader decision with a reference"),
     **dict.fromkeys(("javascript", "ruby", "webhook"), PYTHON),
     **dict.fromkeys(("is-xml", "contains-xml", "is-html", "contains-html", "is-sql", "contains-sql"),
                     "no evalkit equivalent; a python: check can parse it"),
@@ -84,7 +83,7 @@ CONVERTED = frozenset(
 )  # fmt: skip
 _NAMES = {"equals": "exact", "starts-with": "starts_with", "is-json": "json_schema", "contains-json": "contains_json",
           "latency": "latency_ms", "word-count": "word_count"}  # fmt: skip
-NEGATABLE = CONVERTED | frozenset(HINTS) - {"select-best", "max-score", "human", "assert-set"}
+NEGATABLE = CONVERTED | GRADED | frozenset(HINTS) - {"select-best", "max-score", "human", "assert-set"}
 _LAX_JSON = (  # what promptfoo's contains-json reads as JSON in an answer, and evalkit's contains_json does not
     'a truncated object ({"city": "Paris")',
     "single quotes ({'city': 'Paris'})",
@@ -115,6 +114,8 @@ class Scope:
     base: Path
     out: Path
     vars: Mapping[str, Any]
+    instances: Mapping[str, str] = field(default_factory=dict)  # promptfoo provider id -> instance (graded.py)
+    grader: Any = None  # the test's options.provider: model-graded assertions' default provider
 
 
 def convert(assertion: Any, loc: Loc, scope: Scope) -> Converted | NotConverted:
@@ -124,7 +125,7 @@ def convert(assertion: Any, loc: Loc, scope: Scope) -> Converted | NotConverted:
     kind = assertion["type"]
     negated = kind.startswith("not-") and kind[4:] in NEGATABLE
     base = kind[4:] if negated else kind
-    if base not in CONVERTED:
+    if base not in CONVERTED and base not in GRADED:
         return NotConverted(kind, HINTS.get(base, "not a promptfoo assertion type evalkit knows"))
     if "transform" in assertion:
         return NotConverted(
@@ -133,6 +134,8 @@ def convert(assertion: Any, loc: Loc, scope: Scope) -> Converted | NotConverted:
     weight = assertion.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
         return NotConverted(f"{kind} weight {weight!r}", "evalkit weights are numbers, 0 or more")
+    if base in GRADED:
+        return _graded(base, assertion, scope, negated=negated, weight=weight)
     try:
         found = _convert(base, assertion, scope)
     except _Refused as refused:
@@ -159,6 +162,32 @@ def convert(assertion: Any, loc: Loc, scope: Scope) -> Converted | NotConverted:
 
 class _Refused(Exception):
     """The assertion cannot be converted; the message is the hint."""
+
+
+def _graded(
+    base: str, assertion: Mapping[str, Any], scope: Scope, *, negated: bool, weight: float
+) -> Converted | NotConverted:
+    """A model-graded assertion (graded.py), checked by evalkit's registry as the loader will."""
+    kind = f"not-{base}" if negated else base
+    provided = {**assertion, "provider": assertion.get("provider", scope.grader)}
+    try:
+        name, parts, partly, notes = convert_graded(base, provided, rendered_value(assertion.get("value"), scope),
+                                                    scope.instances)  # fmt: skip
+    except (Refused, _Refused) as refused:
+        return NotConverted(kind, str(refused))
+    name = f"not_{name}" if negated else name
+    spec = registry.get(name)
+    assert spec is not None, name
+    try:
+        spec.check(parts if set(parts) != {"value"} else parts["value"], Where(scope.out))
+    except AssertionValueError as exc:
+        return NotConverted(kind, f"evalkit refuses the converted value: {exc}")
+    metric = assertion.get("metric")
+    comment = None
+    if isinstance(metric, str) and metric:
+        comment = f"metric: {metric}"
+        partly = [*partly, f"metric {metric!r} kept as a comment: evalkit reports no named metrics"]
+    return Converted(graded_item(name, parts, weight), comment, tuple(partly), tuple(notes))
 
 
 _Found = tuple[str, Any, str | None, list[str], list[str]]

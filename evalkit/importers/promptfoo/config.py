@@ -25,6 +25,7 @@ from typing import Any
 
 from evalkit.config import ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL
 from evalkit.importers.promptfoo.apps import application_entry, is_application, read_tools
+from evalkit.importers.promptfoo.graded import instance_key
 from evalkit.importers.promptfoo.report import ImportReport
 from evalkit.importers.promptfoo.source import (
     JS_EXTENSIONS,
@@ -189,6 +190,7 @@ def read_providers(value: Any, loc: Loc, base: Path, out: Path, report: ImportRe
             continue
         entry["id"] = unique_id(entry["id"], used)
         report.providers.append(entry)
+        report.instances.setdefault(instance_key(provider.ident), entry["id"])  # a grading provider names it so
         params.append(
             {k: provider.options.get("config", {})[k] for k in PARAMS if k in provider.options.get("config", {})}
         )

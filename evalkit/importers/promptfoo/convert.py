@@ -12,6 +12,7 @@ from typing import Any
 from evalkit.config import APPLICATION_ADAPTERS
 from evalkit.importers.promptfoo.asserts import Converted, NotConverted, Scope, convert
 from evalkit.importers.promptfoo.config import PromptSpec, prompt_allowed, unique_id
+from evalkit.importers.promptfoo.graded import GRADED
 from evalkit.importers.promptfoo.render import Message, RenderProblem, prepare_vars, render_prompt
 from evalkit.importers.promptfoo.report import ImportReport
 from evalkit.importers.promptfoo.source import Loc, expand, file_reference
@@ -30,8 +31,7 @@ _REFUSED_OPTIONS = {
     "storeOutputAs": "a conversation built from earlier outputs; write it as messages:",
 }
 _NOTED_OPTIONS = {
-    "provider": "grading provider override: evalkit's decision grader asks the decision: provider of evalkit.yaml",
-    "rubricPrompt": "grading prompt override: evalkit's decision grader uses its own profile",
+    "rubricPrompt": "grading prompt override: evalkit's judges ask with their own fixed, versioned profiles",
     "repeat": "use evalkit run --repeat N",
 }
 
@@ -123,6 +123,8 @@ def _test_level(test: TestCase, report: ImportReport, outcome: Outcome) -> bool:
     for key, hint in _NOTED_OPTIONS.items():
         if options.get(key) is not None:
             report.add("not_converted", _where(test, "options", key), f"options.{key}", hint)
+    if options.get("provider") is not None and not any(_graded(a.value) for a in test.asserts):
+        report.add("not_converted", _where(test, "options", "provider"), "options.provider", GRADER_UNUSED)
     if data.get("provider") is not None:
         report.add(
             "partly",
@@ -152,6 +154,18 @@ def _test_level(test: TestCase, report: ImportReport, outcome: Outcome) -> bool:
     for key in sorted(set(data) - KNOWN_KEYS):
         report.add("partly", test.loc.key_of(key), key, "not a test key evalkit converts")
     return ok
+
+
+GRADER_UNUSED = (
+    "grading provider: it grades model-graded assertions (in evalkit provider: on a rubric, factuality or "
+    "similar), and this test has none"
+)
+
+
+def _graded(assertion: Any) -> bool:
+    """A model-graded assertion (graded.py), negated or not."""
+    kind = assertion.get("type") if isinstance(assertion, Mapping) else None
+    return isinstance(kind, str) and kind.removeprefix("not-") in GRADED
 
 
 def _combinations(test: TestCase, base: Path) -> list[dict[str, Any]]:
@@ -204,7 +218,8 @@ def _entry(
         return None
     for name in rendered.undefined:
         report.add("note", draft.spec.loc, f"undefined variable {name!r}", "renders as nothing, as in promptfoo")
-    assertions, dropped = _assertions(test, Scope(base, out, variables), report, outcome)
+    scope = Scope(base, out, variables, report.instances, (test.data.get("options") or {}).get("provider"))
+    assertions, dropped = _assertions(test, scope, report, outcome)
     if not assertions:
         hint = "none of its assertions converts" if test.asserts else "promptfoo passes a test with no assertions"
         report.add("not_converted", test.loc, "test", f"{hint}; evalkit needs one to grade")

@@ -43,6 +43,9 @@ class ImportReport:
     config: str
     sets: list[WrittenSet] = field(default_factory=list)
     providers: list[dict[str, Any]] = field(default_factory=list)
+    instances: dict[str, str] = field(
+        default_factory=dict
+    )  # a provider's promptfoo id (graded.instance_key) -> its entry's id
     params: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)  # the sets' tools: (a provider's config.tools)
     files: dict[Path, str] = field(default_factory=dict)  # written beside the sets (python provider wrappers)
