@@ -19,10 +19,10 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from evalkit.assertions.judged import JudgedValue, judged_value, service_of
+from evalkit.assertions.judged import EMBEDDINGS, JudgedValue, judged_value, service_of
 from evalkit.assertions.registry import Outcome
 from evalkit.config import Cost
-from evalkit.graders import rubric  # noqa: F401  (registers rubric and factuality)
+from evalkit.graders import rubric, similar  # noqa: F401  (register rubric, factuality and similar)
 from evalkit.graders.deterministic import DeterministicGrader
 from evalkit.graders.judging import KINDS, Instance, Judgement, Task
 from evalkit.records import AssertionResult, CallFacts, Grade, ItemResult, Prompt, PromptSet, ServingRecord, Usage
@@ -43,10 +43,14 @@ class JudgedGrader:
         defaults: Mapping[str, str | None],
         costs: Mapping[str, Cost | None] | None = None,
         limits: Mapping[str, int] | None = None,
+        embedders: Mapping[str, Instance] | None = None,
     ) -> None:
-        """``instances`` by id; ``defaults``: the instance of each service (judge, embeddings) for
-        assertions that name none; ``costs`` and ``limits``: each instance's price and concurrency."""
+        """``instances``: the judges by id; ``embedders``: the embeddings instances by id (one
+        instance may serve both); ``defaults``: the instance of each service (judge, embeddings)
+        for assertions that name none; ``costs`` and ``limits``: each instance's price and
+        concurrency."""
         self.instances = instances
+        self.embedders = embedders or {}
         self.defaults = defaults
         self.costs = costs or {}
         self.limits = limits or {}
@@ -88,7 +92,7 @@ class JudgedGrader:
         kind_name = value.kind
         service = service_of(value)
         instance_id = value.provider or self.defaults.get(service) or ""
-        instance = self.instances.get(instance_id)
+        instance = (self.embedders if service == EMBEDDINGS else self.instances).get(instance_id)
         kind = KINDS.get(kind_name)
         if kind is None or instance is None:  # planning refuses both: a Python API caller's mistake
             return Judgement.failed(kind_name, f"no {service} instance '{instance_id}' to ask"), instance_id

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from evalkit.config import ProviderConfig
 from evalkit.memory import running
+from evalkit.pipeline.instances import JudgedInstances, probed
 from evalkit.pipeline.persist import interrupted, persist
 from evalkit.pipeline.plan import fallback_chain
-from evalkit.pipeline.plans import JudgedPlan, Progress, RetrievalPlan, RunPlan
+from evalkit.pipeline.plans import Progress, RetrievalPlan, RunPlan
 from evalkit.pipeline.shards import as_part
 from evalkit.pipeline.verdict import prompt_ending, retrieval_ending
 from evalkit.protocols import Grader, Provider
@@ -95,37 +96,18 @@ def _lookup(plan: RunPlan) -> Callable[[str], ProviderConfig]:
     return lookup
 
 
-def _make_grader(plan: RunPlan, pool: ProviderPool, cache: StoreCache | None) -> Grader:
+def _make_grader(plan: RunPlan, pool: ProviderPool, cache: StoreCache | None) -> tuple[Grader, JudgedInstances | None]:
+    """The run's grader; for model-graded assertions also its instances, closed when the run ends."""
     from evalkit.graders import DecisionGrader, DeterministicGrader
     from evalkit.runner import CachedProvider
 
     if plan.judged is not None:
-        return _judged_grader(plan.judged, pool, cache, plan.read_cache)
+        instances = JudgedInstances(plan.judged, pool, cache, plan.read_cache)
+        return instances.grader, instances
     if plan.judge is None or plan.judge_alias is None:
-        return DeterministicGrader()
+        return DeterministicGrader(), None
     judge = CachedProvider(pool.get(plan.judge.id), cache, plan.read_cache, pool.endpoint(plan.judge.id))
-    return DecisionGrader(judge, plan.judge_alias)
-
-
-def _judged_grader(judged: JudgedPlan, pool: ProviderPool, cache: StoreCache | None, read_cache: bool) -> Grader:
-    """The judged grader over the plan's judge and embeddings instances, each seen through the
-    completion cache (README "Model-graded assertions")."""
-    from evalkit.graders import Instance, JudgedGrader
-    from evalkit.runner import CachedProvider
-
-    instances = {}
-    for target in judged.targets:
-        instance_id = target.provider.id
-        client = CachedProvider(
-            pool.get(instance_id), cache, read_cache, pool.endpoint(instance_id), caches_answers(target.provider)
-        )
-        instances[instance_id] = Instance(instance_id, client, target.alias)
-    return JudgedGrader(
-        instances,
-        judged.defaults,
-        costs={t.provider.id: t.provider.cost for t in judged.targets},
-        limits={t.provider.id: t.provider.max_concurrency for t in judged.targets},
-    )
+    return DecisionGrader(judge, plan.judge_alias), None
 
 
 async def _probe(judges: Sequence[tuple[ProviderConfig, str]], pool: ProviderPool) -> None:
@@ -145,7 +127,7 @@ async def _run_all(
     factory: Callable[[ProviderConfig], Provider] | None = None,
 ) -> list[RunResult]:
     pool = ProviderPool(_lookup(plan), factory) if factory is not None else ProviderPool(_lookup(plan))
-    grader = _make_grader(plan, pool, cache)
+    grader, instances = _make_grader(plan, pool, cache)
     try:
         if plan.judge is not None and plan.judge_alias is not None:  # before any completion is paid for
             await _probe([(plan.judge, plan.judge_alias)], pool)
@@ -153,7 +135,7 @@ async def _run_all(
             return await _run_sets(plan, pool, grader, cache, progress=progress, on_start=on_start)
         # the judges of model-graded assertions are probed beside the first calls: a failing
         # probe stops the run (the answers received stay in the cache), a working one costs no wait
-        judges = [(t.provider, t.alias) for t in plan.judged.targets]
+        judges = probed(plan.judged)
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(_probe(judges, pool))
@@ -162,6 +144,8 @@ async def _run_all(
             raise first_error(failure) from None
         return ran.result()
     finally:
+        if instances is not None:
+            await instances.aclose()
         await pool.aclose()
 
 

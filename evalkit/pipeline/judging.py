@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evalkit.assertions.judged import EMBEDDINGS, JUDGE
 from evalkit.config import Config
 from evalkit.errors import InputError
 from evalkit.pipeline.plans import JudgedPlan, Target
 from evalkit.providers import check_provider, default_alias
+from evalkit.providers.embeddings import check_embeddings
 from evalkit.records import PromptSet
 from evalkit.sets.judged import default_instance, problems, served
 
-SERVICES = ("judge", "embeddings")
-# until the embeddings client is merged, a run cannot compute similar (validate accepts it)
-SIMILAR_PENDING = "similar needs the embeddings client, which this version of evalkit does not have yet"
+SERVICES = (JUDGE, EMBEDDINGS)
 
 
 def plan_judged(sets: Sequence[PromptSet], config: Config, grader: str) -> JudgedPlan | None:
@@ -36,8 +36,6 @@ def plan_judged(sets: Sequence[PromptSet], config: Config, grader: str) -> Judge
         where = str(prompt_set.path or prompt_set.id)
         found += [f"{at}: {said}" for at, said in problems(prompt_set.prompts, config, where)]
         for _, one in served(prompt_set.prompts, config, where):
-            if one.kind == "similar":
-                found.append(f"{one.where}: {SIMILAR_PENDING}; remove it or run with --grader decision")
             if one.instance is not None:
                 needed.setdefault(one.instance, set()).add(one.service)
     if found:
@@ -46,9 +44,12 @@ def plan_judged(sets: Sequence[PromptSet], config: Config, grader: str) -> Judge
     if not needed:
         return None
     targets = []
-    for instance_id in needed:
+    for instance_id, services in needed.items():
         instance = config.provider(instance_id)
-        check_provider(instance)  # a missing key or model file fails here, not at the first judgement
+        if EMBEDDINGS in services:
+            check_embeddings(instance)  # an adapter that cannot embed, a missing key or model file
+        if JUDGE in services:
+            check_provider(instance)  # a missing key or model file fails here, not at the first judgement
         targets.append(Target(instance, default_alias(instance)))
     defaults = {service: default_instance(config, service) for service in SERVICES}
     return JudgedPlan(tuple(targets), defaults, {i: frozenset(s) for i, s in needed.items()})
