@@ -128,16 +128,24 @@ def test_similar_needs_an_embeddings_instance(cli: Any, servers: FakeServer) -> 
     assert said in validated
 
 
-def test_similar_with_an_embeddings_instance_is_valid_and_run_says_it_needs_the_client(
-    cli: Any, servers: FakeServer
-) -> None:
+def test_similar_with_an_embeddings_instance_is_valid(cli: Any, servers: FakeServer) -> None:
     config = Path("evalkit.yaml")
     config.write_text(config.read_text() + "embeddings: {provider: emb}\n")
     set_with("- similar: {value: Refunds within thirty days, min: 0.7}")
     assert cli("validate").exit_code == 0
+    assert servers.calls == 0
+
+
+def test_similar_on_an_instance_that_cannot_embed_is_refused_at_plan(cli: Any, servers: FakeServer) -> None:
+    config = Path("evalkit.yaml")
+    config.write_text(
+        config.read_text().replace("providers:", "embeddings: {provider: emb}\nproviders:")
+        + "  - {id: claude, adapter: anthropic, model: claude-x}\n"
+    )
+    set_with("- {type: similar, value: Refunds within thirty days, provider: claude}")
     ran = cli("run", "sets/s.yaml")
-    assert ran.exit_code == 2
-    assert ":8:9: similar needs the embeddings client" in ran.stderr
+    assert ran.exit_code == 2, (ran.stdout, ran.stderr)
+    assert "provider 'claude' (adapter anthropic) cannot embed texts" in ran.stderr
     assert servers.calls == 0
 
 

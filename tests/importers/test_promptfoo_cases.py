@@ -162,9 +162,12 @@ def failing_grader(request: Recorded) -> Reply:
     return openai_reply('{"level": 0, "reason": "the test does not depend on it"}', model="judge")
 
 
+# the judge and embeddings of the run, and the instances the imported model_graded set names on its assertions
 GRADERS = """
   - {{id: judge, adapter: openai, base_url: '{url}/v1', model: judge, max_retries: 0}}
   - {{id: emb, adapter: openai, base_url: '{url}/v1', model: emb, max_retries: 0}}
+  - {{id: grader, adapter: openai, base_url: '{url}/v1', model: grader, max_retries: 0}}
+  - {{id: gpt-4o-mini, adapter: openai, base_url: '{url}/v1', model: gpt-4o-mini, max_retries: 0}}
 decision: {{provider: judge}}
 embeddings: {{provider: emb}}
 """
