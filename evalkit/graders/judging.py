@@ -19,15 +19,15 @@ kind only asks and reads the answer.
   ``<profile>:<instance>:<reported model>:v<version>``, its calls, cached calls and the tokens of
   those not cached.
 
-Adding a kind (``similar`` is the next): its value check registers in ``evalkit.assertions.judged``
-(done for ``similar``: ``JudgedValue(kind="similar", text, threshold=min, provider)``); its
-evaluation is one module here that registers an object with ``service = "embeddings"`` and
-``async judge(value, task, instance) -> Judgement``, where ``instance.client`` is the embeddings
-client seen through the completion cache and ``instance.alias`` the model sent; it returns
-``Outcome(score >= value.threshold, score)`` with ``served_by`` ``<instance>:<reported model>`` and
-its calls, cached calls and tokens. ``pipeline.execute`` builds each instance's client by what it
-serves (``JudgedPlan.services``); the grader's identity, concurrency, pricing, JSON and reports
-need no change.
+Adding a kind (``similar`` is one: ``evalkit.graders.similar``): its value check registers in
+``evalkit.assertions.judged`` (``JudgedValue(kind, text, threshold, provider)``); its evaluation is
+one module here that registers an object with ``service`` ``judge`` or ``embeddings`` and
+``async judge(value, task, instance) -> Judgement``, where ``instance.client`` is the judge or
+the run's embedder (``providers.embedder.RunEmbedder``), both through the completion cache, and
+``instance.alias`` the model sent; it returns its ``Outcome`` with ``served_by``
+``<instance>:<reported model>`` and its calls, cached calls and tokens. ``pipeline.instances``
+builds each instance's client by what it serves (``JudgedPlan.services``); the grader's
+identity, concurrency, pricing, JSON and reports need no change.
 """
 
 from __future__ import annotations
