@@ -261,3 +261,33 @@ def test_provider_on_the_assertion_picks_the_embeddings_instance(
     assert doc["grader"] == f"judged:emb2:{EMB_MODEL}+emb:{EMB_MODEL}"
     assert {r.json["model"] for r in emb.requests} == {"text-embedding-3-small", "emb2-alias"}
     assert not judge.requests  # an embeddings instance is not probed as a judge
+
+
+def test_the_table_the_markdown_and_the_html_report_count_the_embeddings(cli: Any, project: Path) -> None:
+    write(Path("sets/s.yaml"), SIMILAR_ONLY)  # both prompts answered alike: one request for both
+    table = cli("run", "sets/s.yaml", "--markdown", "comment.md", "--html", "report.html")
+    assert table.exit_code == 0, table.stderr
+    tokens = len(words(ANSWER)) + len(words(CLOSE))
+    cost = f"${tokens * 20.0 / 1e6:.4f}"
+    footer = " ".join(table.stdout.split())  # the footer may wrap
+    assert "judge calls 1 (0 cached)" in footer
+    assert f"judge tokens {tokens} in / 0 out" in footer
+    assert f"judge cost {cost}" in footer
+    assert (
+        f"Judge: judge calls 1 (0 cached) · tokens {tokens} in / 0 out · cost {cost}" in Path("comment.md").read_text()
+    )
+    assert f"Judge: 1 calls (0 cached) · tokens {tokens} in / 0 out · cost {cost}" in Path("report.html").read_text()
+
+
+def test_the_embeddings_instance_retries_a_transient_fault(cli: Any, project: Path, emb: FakeServer) -> None:
+    config = Path("evalkit.yaml")
+    config.write_text(
+        config.read_text().replace("max_retries: 0\n    cost:", "max_retries: 1\n    retry_backoff_s: 0.01\n    cost:")
+    )
+    faults = [Reply(status=503, json={"error": {"message": "busy"}})]
+    emb.handler = lambda request: faults.pop() if faults else embeddings_handler(request)
+    write(Path("sets/s.yaml"), SIMILAR_ONLY)
+    result, doc = run_json(cli)
+    assert result.exit_code == 0, result.stderr
+    assert len(emb.requests) == 2  # the fault, then its retry
+    assert all(item["passed"] and not item["error"] for item in doc["items"])
