@@ -188,6 +188,7 @@ def test_expected_values_are_embedded_once_per_run(cli: Any, project: Path, emb:
     result, doc = run_json(cli, "--repeat", "2")
     assert result.exit_code == 0, result.stderr
     assert Counter(embedded(emb)) == {CLOSE: 1, ANSWER: 1}  # four answers, one text each
+    assert {r.path for r in emb.requests} == {"/v1/embeddings"}  # an embeddings instance is not probed as a judge
     assert doc["judge"]["calls"] == len(emb.requests)
 
 
@@ -260,7 +261,7 @@ def test_provider_on_the_assertion_picks_the_embeddings_instance(
     assert result.exit_code == 0, result.stderr
     assert doc["grader"] == f"judged:emb2:{EMB_MODEL}+emb:{EMB_MODEL}"
     assert {r.json["model"] for r in emb.requests} == {"text-embedding-3-small", "emb2-alias"}
-    assert not judge.requests  # an embeddings instance is not probed as a judge
+    assert not judge.requests  # no rubric: the judge is not asked, not even probed
 
 
 def test_the_table_the_markdown_and_the_html_report_count_the_embeddings(cli: Any, project: Path) -> None:
