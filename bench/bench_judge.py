@@ -7,7 +7,8 @@ The labelled set tests/data/judged/agreement.yaml (40 answers to refund, support
 questions, each with a rubric and the verdict a person gives: 20 pass, 20 fail) is run through
 ``evalkit run`` as it is shipped: the answers replayed (a ``replay`` instance), one ``rubric``
 assertion per prompt, the judge the instance ``ID`` (copied from your evalkit.yaml, relative paths
-kept pointing where they did; ``local`` without a config entry is the embedded model). It reports
+kept pointing where they did; ``local`` without a config entry is the embedded model, asked
+one call at a time). It reports
 the judge's agreement with the labels, accuracy and Cohen's kappa (a failed judgement counts as a
 disagreement, and is listed), its reported model, and what the judgements cost (the run's JSON
 ``judge`` block). The figure is a measurement of that judge on this set, never a promise of
@@ -80,8 +81,8 @@ def judge_entry(provider: str, config: Path | None) -> dict[str, Any]:
                     if isinstance(entry.get(key), str) and not Path(entry[key]).is_absolute():
                         entry[key] = str((config.parent / entry[key]).resolve())
                 return entry
-    if provider == "local":
-        return {"id": "local", "adapter": "local"}
+    if provider == "local":  # one call at a time: llama.cpp queues the rest, and they would time out
+        return {"id": "local", "adapter": "local", "max_concurrency": 1, "timeout_s": 600}
     raise SystemExit(f"no provider instance '{provider}' in {config or 'evalkit.yaml (none found)'}")
 
 

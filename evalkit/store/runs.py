@@ -59,7 +59,7 @@ def from_timestamp(moment: datetime | None) -> str:
 def metadata_reason(item: ItemResult) -> str:
     """A reason with no prompt or response text in it (for the metadata level)."""
     if item.error is not None:
-        return "error: the call failed"
+        return f"error: {_failed(item)}"
     counted = [a for a in item.assertions if a.weight > 0]
     if counted:  # the words of the grader's reason, with each failed assertion's type for its reason
         failed = [a.type for a in counted if not a.passed]
@@ -70,12 +70,18 @@ def metadata_reason(item: ItemResult) -> str:
     return "passed" if item.passed else "failed"
 
 
+def _failed(item: ItemResult) -> str:
+    """What failed for an errored item, without its text: the call, or a model-graded assertion's
+    judgement (README "Model-graded assertions")."""
+    return "a judgement failed" if item.judge_calls and item.response is not None else "the call failed"
+
+
 def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple[Any, ...]:
     reason: str | None
     if level in ("redacted", "full"):
         reason, error = text_for(level, item.reason), text_for(level, item.error)
     else:
-        reason, error = metadata_reason(item), ("the call failed" if item.error is not None else None)
+        reason, error = metadata_reason(item), (_failed(item) if item.error is not None else None)
     assertions: list[dict[str, Any]] = []
     for a in item.assertions:
         entry: dict[str, Any] = {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight}

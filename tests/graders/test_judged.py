@@ -210,6 +210,12 @@ def test_an_unreadable_judgement_errors_its_item_and_the_run_exits_3(
     assert doc["error_count"] == 1
     assert doc["grader"] == "judged"  # some judgements failed: plain judged, not compared
     assert doc["comparison"]["state"] == "not_compared"
+    stored = duckdb.connect(str(Path.cwd().parent / "evalkit.duckdb"), read_only=True)
+    try:  # at privacy metadata, no text: what failed, in words
+        rows = stored.execute("select item_id, reason, error from results order by item_id").fetchall()
+    finally:
+        stored.close()
+    assert ("late", "error: a judgement failed", "a judgement failed") in rows
 
 
 def test_a_run_whose_judgements_all_failed_is_stored_as_judged_failed(
