@@ -14,6 +14,7 @@ level/4; the assertion holds at score >= its threshold (default 0.6).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -90,7 +91,13 @@ def parse_level(text: str) -> tuple[int, str]:
         if isinstance(level, int) and not isinstance(level, bool) and 0 <= level <= 4:
             why = candidate.get("reason", candidate.get("justification", ""))
             return level, clip_words(" ".join(str(why).split()), 300)
+    cut = _CUT_OFF.search(text)  # an answer cut off at max_tokens still states its level first
+    if cut is not None:
+        return int(cut.group(1)), clip_words(" ".join((cut.group(2) or "").split()), 300)
     raise ValueError("no JSON object with a level 0-4 in the judge's answer")
+
+
+_CUT_OFF = re.compile(r'\A\s*\{\s*"level"\s*:\s*"?([0-4])(?![\d.eE])"?\s*(?:,\s*"reason"\s*:\s*"([^"]*))?', re.S)
 
 
 def outcome(kind: str, level: int, reason: str, threshold: float) -> Outcome:

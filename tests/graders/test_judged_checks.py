@@ -182,3 +182,19 @@ def test_without_a_judgement_a_model_graded_assertion_is_undecided_never_held() 
         result = check(Assertion(kind, "Polite" if kind != "similar" else {"value": "x"}), "anything")
         assert result.passed is False
         assert "not judged" in result.reason
+
+
+def test_the_judges_answer_is_read_defensively() -> None:
+    from evalkit.graders.rubric import parse_level
+
+    assert parse_level('{"level": 3, "reason": "Close."}') == (3, "Close.")
+    assert parse_level('Sure! ```json\n{"level": "4", "reason": "All there."}\n```') == (4, "All there.")
+    assert parse_level('{"level": 2.0, "justification": "Half."}') == (2, "Half.")
+    # cut off at max_tokens: the level stated first still counts
+    assert parse_level('{ "level": 1, "reason": "You can return them within 14 da') == (
+        1,
+        "You can return them within 14 da",
+    )
+    for unreadable in ("Level four.", '{"level": 7, "reason": "x"}', '{"level": 3.5}', '{"level": true}', ""):
+        with pytest.raises(ValueError, match="no JSON object with a level 0-4"):
+            parse_level(unreadable)
