@@ -24,7 +24,6 @@ from evalkit.cli.options import (
 )
 from evalkit.errors import InputError, RunsNotStored
 from evalkit.memory import loading
-from evalkit.pipeline.shards import GATE_POINTER
 from evalkit.report.text import printable
 
 if TYPE_CHECKING:
@@ -136,6 +135,8 @@ def run_command(
     minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
     outputs = Outputs(fmt, output, junit, markdown)
     if shard is not None and html_file:
+        from evalkit.pipeline.shards import GATE_POINTER  # the pipeline's import waits for a run
+
         raise InputError(f"--html with --shard: {GATE_POINTER}; give --html to evalkit gate instead")
     check_writable(output, junit, markdown, html_file)
     grader_name = api.resolve_grader_name(grader, strict=True)
