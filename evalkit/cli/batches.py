@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from evalkit.cli.options import batch_options, config_option, db_option, format_option, tolerance_overrides
+from evalkit.cli.options import (
+    batch_options,
+    config_option,
+    db_option,
+    format_option,
+    report_file_options,
+    tolerance_overrides,
+)
 from evalkit.cli.run import Outputs, check_writable, emit, exit_code, note_gate_power, say_errored, write_output
 from evalkit.report.text import printable
 
@@ -136,10 +143,7 @@ def report_collected(
 @db_option
 @config_option
 @format_option("table", "json", "markdown")
-@click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE.")
-@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
-@click.option("--markdown", type=click.Path(dir_okay=False), metavar="FILE", help="Also write markdown to FILE.")
-@click.option("--html", "html_file", type=click.Path(dir_okay=False), metavar="FILE", help="Also write HTML to FILE.")
+@report_file_options
 def collect_command(
     batch_ids: tuple[str, ...],
     wait: bool,

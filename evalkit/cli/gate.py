@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli.options import config_option, db_option, format_option, tolerance_overrides
+from evalkit.cli.options import config_option, db_option, format_option, report_file_options, tolerance_overrides
 from evalkit.cli.run import Outputs, check_writable, emit, exit_code, say_errored, write_output
 from evalkit.errors import RunsNotStored
 
@@ -38,16 +38,7 @@ from evalkit.errors import RunsNotStored
 @db_option
 @config_option
 @format_option("table", "json", "markdown")
-@click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE.")
-@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
-@click.option(
-    "--markdown", type=click.Path(dir_okay=False), metavar="FILE",
-    help="Also write the report as markdown to FILE (a pull-request comment).",
-)  # fmt: skip
-@click.option(
-    "--html", "html_file", type=click.Path(dir_okay=False), metavar="FILE",
-    help="Also write a self-contained HTML report of these runs and their sets' history to FILE.",
-)  # fmt: skip
+@report_file_options
 def gate_command(
     run_group: str | None,
     fail_on_regression: bool,

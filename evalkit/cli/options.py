@@ -99,3 +99,22 @@ def batch_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--max-wait", callback=duration, metavar="DURATION",
         help="Stop waiting after DURATION (90s, 10m, 2h); the batch stays pending for evalkit collect.",
     )(f)  # fmt: skip
+
+
+def report_file_options(command: F) -> F:
+    """``--output``, ``--junit``, ``--markdown`` and ``--html``: the report's copies, as run, gate
+    and collect write them (README "Commands")."""
+    for option in reversed((
+        click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE."),
+        click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE."),
+        click.option(
+            "--markdown", type=click.Path(dir_okay=False), metavar="FILE",
+            help="Also write the report as markdown to FILE (a pull-request comment).",
+        ),
+        click.option(
+            "--html", "html_file", type=click.Path(dir_okay=False), metavar="FILE",
+            help="Also write a self-contained HTML report of these runs and their sets' history to FILE.",
+        ),
+    )):  # fmt: skip
+        command = option(command)
+    return command

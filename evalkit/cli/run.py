@@ -18,6 +18,7 @@ from evalkit.cli.options import (
     db_option,
     fancy_progress,
     format_option,
+    report_file_options,
     stderr_console,
     stdout_console,
     tolerance_overrides,
@@ -86,16 +87,7 @@ if TYPE_CHECKING:
 @db_option
 @config_option
 @format_option("table", "json", "markdown")
-@click.option("--output", type=click.Path(dir_okay=False), metavar="FILE", help="Also write the JSON report to FILE.")
-@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE", help="Also write JUnit XML to FILE.")
-@click.option(
-    "--markdown", type=click.Path(dir_okay=False), metavar="FILE",
-    help="Also write the report as markdown to FILE (a pull-request comment).",
-)  # fmt: skip
-@click.option(
-    "--html", "html_file", type=click.Path(dir_okay=False), metavar="FILE",
-    help="Also write a self-contained HTML report of these runs and their sets' history to FILE.",
-)  # fmt: skip
+@report_file_options
 def run_command(
     targets: tuple[str, ...],
     providers: tuple[str, ...],
