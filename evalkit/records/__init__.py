@@ -12,7 +12,7 @@ Every public name is re-exported here: ``from evalkit.records import X`` is the 
 from __future__ import annotations
 
 from evalkit.records.base import PLAIN_RECORDS, JsonValue, Params, record
-from evalkit.records.batches import BatchCost, PendingBatch
+from evalkit.records.batches import BatchCost, JudgeBatchCost, PendingBatch
 from evalkit.records.calls import (
     MAX_TOKENS_PER_CALL,
     RESERVED_PARAMS,
@@ -80,6 +80,7 @@ __all__ = [
     "Grade",
     "ItemResult",
     "JsonValue",
+    "JudgeBatchCost",
     "Message",
     "OtherScope",
     "PairedTest",

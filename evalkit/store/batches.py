@@ -1,5 +1,6 @@
-"""Pending provider batches (README "Batches", "Database schema"): written at submit, read by
-``evalkit collect``, marked collected in the same session that stores their runs."""
+"""Pending provider batches (README "Batches", "Database schema"): written at submit (the
+answers' batches) and when the answers are in (the judge's), read by ``evalkit collect``, marked
+collected in the same session that stores their runs."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from evalkit.records import PendingBatch
+from evalkit.records.batches import PHASE_ANSWERS
 from evalkit.store.store import Store
 
 COLUMNS = (
     "batch_id", "submission_id", "provider", "model", "adapter", "state", "submitted_at", "collected_at",
-    "request_count", "set_fingerprints", "plan", "custom_ids", "run_ids",
+    "request_count", "set_fingerprints", "plan", "custom_ids", "run_ids", "phase",
 )  # fmt: skip
 PENDING = "pending"
 COLLECTED = "collected"
@@ -28,7 +30,7 @@ def save_batches(store: Store, batches: Sequence[PendingBatch]) -> None:
         (
             b.batch_id, b.submission_id, b.provider, b.model, b.adapter, b.state, _naive(b.submitted_at), None,
             b.request_count, json.dumps(b.set_fingerprints), json.dumps(b.plan), json.dumps(b.custom_ids),
-            json.dumps(list(b.run_ids)),
+            json.dumps(list(b.run_ids)), b.phase,
         )
         for b in batches
     ]  # fmt: skip
@@ -82,4 +84,5 @@ def _batch(row: Sequence[object]) -> PendingBatch:
         custom_ids=json.loads(str(values["custom_ids"])),
         run_ids=tuple(json.loads(str(values["run_ids"] or "[]"))),
         collected_at=collected.replace(tzinfo=UTC).isoformat() if isinstance(collected, datetime) else None,
+        phase=str(values["phase"] or PHASE_ANSWERS),
     )

@@ -154,6 +154,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        # README "Batches": a submission's judge requests go as batches of their own once its answers are in;
+        # the batches submitted before (every one of them a batch of answers) read as answers
+        "m009_batch_phases",
+        """
+        alter table batches add column phase varchar default 'answers';
+        """,
+    ),
 )
 
 MIGRATION_TABLE = "evalkit_migrations"

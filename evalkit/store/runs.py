@@ -16,6 +16,7 @@ from evalkit.records import (
     Comparison,
     Gate,
     ItemResult,
+    JudgeBatchCost,
     RunResult,
     ServingRecord,
     Shard,
@@ -297,8 +298,14 @@ def _batch_cost(stored: Any) -> BatchCost | None:
     """A run's provider batches and their saving, as stored in ``metrics`` (README "Batches")."""
     if not isinstance(stored, dict):
         return None
+    judged = stored.get("judge")
+    judge = (
+        JudgeBatchCost(tuple(judged.get("batch_ids") or ()), judged.get("standard_cost"), judged.get("cost"))
+        if isinstance(judged, dict)
+        else None
+    )
     return BatchCost(
-        tuple(stored.get("batch_ids") or ()), float(stored.get("discount", 0.5)), stored.get("standard_cost")
+        tuple(stored.get("batch_ids") or ()), float(stored.get("discount", 0.5)), stored.get("standard_cost"), judge
     )
 
 
