@@ -12,6 +12,7 @@ and exits with the class's ``exit_code``. Anything else is a bug and keeps its t
         ├── ProviderError         a model call failed after its retries (per item: data, not a crash)
         │   └── ProviderRefused   the endpoint refused us (auth, unknown model): the run aborts
         │   └── EmbeddingError    embedding texts failed (``refused``: no retry can fix it)
+        │   └── BatchUnanswered   a provider batch refused a request or ended without answering it
         ├── RetrieverError        a retriever call failed
         ├── ModelMissingError     the local model file or its runtime is not installed
         ├── ShardsIncomplete      evalkit gate: a run group's shards are missing, doubled or inconsistent
@@ -126,6 +127,11 @@ class EmbeddingError(ProviderError):
     def __init__(self, message: str, *, refused: bool = False) -> None:
         super().__init__(message)
         self.refused = refused
+
+
+class BatchUnanswered(ProviderError):
+    """A provider batch refused this request, or ended without answering it (README "Batches"):
+    that is its answer; nothing asks it again as a call (a judge does not retry it as plain text)."""
 
 
 class RetrieverError(RunError):

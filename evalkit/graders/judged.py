@@ -24,7 +24,7 @@ from evalkit.assertions.registry import Outcome
 from evalkit.config import Cost
 from evalkit.graders import rubric, similar  # noqa: F401  (register rubric, factuality and similar)
 from evalkit.graders.deterministic import DeterministicGrader
-from evalkit.graders.judging import KINDS, Instance, Judgement, Task
+from evalkit.graders.judging import KINDS, Instance, JudgedKind, Judgement, Task
 from evalkit.records import AssertionResult, CallFacts, Grade, ItemResult, Prompt, PromptSet, ServingRecord, Usage
 from evalkit.records.sets import Assertion
 from evalkit.verdicts import JUDGED, Yardstick
@@ -81,21 +81,31 @@ class JudgedGrader:
         if not self.judges(prompt):
             return await self.plain.grade(prompt_set, prompt, response, serving, call)
         task = Task(prompt_set, prompt, response, call.tool_calls if call else ())
-        wanted = _distinct(prompt.assertions)
+        wanted = judged_values(prompt.assertions)
         verdicts = await asyncio.gather(*(self._judge(value, task) for value in wanted.values()))
         by_value = dict(zip(wanted, verdicts, strict=True))
         outcomes: dict[JudgedValue, Outcome] = {key: j.outcome for key, (j, _) in by_value.items()}
         grade = await self.plain.grade(prompt_set, prompt, response, serving, call, judgements=outcomes)
         return self._with_judgements(grade, prompt.assertions, by_value)
 
+    def instance_id(self, value: JudgedValue) -> str:
+        """The instance serving ``value``: the one it names, else its service's default."""
+        return value.provider or self.defaults.get(service_of(value)) or ""
+
+    def judge_of(self, value: JudgedValue) -> tuple[JudgedKind, Instance] | None:
+        """The kind that evaluates ``value`` and the instance serving it; None when either is unknown."""
+        serving = self.embedders if service_of(value) == EMBEDDINGS else self.instances
+        instance = serving.get(self.instance_id(value))
+        kind = KINDS.get(value.kind)
+        return None if kind is None or instance is None else (kind, instance)
+
     async def _judge(self, value: JudgedValue, task: Task) -> tuple[Judgement, str]:
-        kind_name = value.kind
-        service = service_of(value)
-        instance_id = value.provider or self.defaults.get(service) or ""
-        instance = (self.embedders if service == EMBEDDINGS else self.instances).get(instance_id)
-        kind = KINDS.get(kind_name)
-        if kind is None or instance is None:  # planning refuses both: a Python API caller's mistake
-            return Judgement.failed(kind_name, f"no {service} instance '{instance_id}' to ask"), instance_id
+        found = self.judge_of(value)
+        if found is None:  # planning refuses both: a Python API caller's mistake
+            instance_id = self.instance_id(value)
+            return Judgement.failed(value.kind, f"no {service_of(value)} instance '{instance_id}' to ask"), instance_id
+        kind, instance = found
+        instance_id = instance.id
         gate = self._gates.get(instance_id)
         if gate is None:
             gate = self._gates[instance_id] = asyncio.Semaphore(max(1, self.limits.get(instance_id, 8)))
@@ -136,7 +146,7 @@ class JudgedGrader:
         return total if priced else None
 
 
-def _distinct(assertions: Sequence[Assertion]) -> dict[JudgedValue, JudgedValue]:
+def judged_values(assertions: Sequence[Assertion]) -> dict[JudgedValue, JudgedValue]:
     """The prompt's model-graded values, each once (equal values written apart share one check)."""
     found: dict[JudgedValue, JudgedValue] = {}
     for assertion in assertions:

@@ -7,8 +7,10 @@ with its roles), the candidate answer, its tool calls when there are any, and th
 facts; it answers ``{"level": 0-4, "reason": "..."}``, asked for with structured output where the
 adapter offers it (openai, anthropic, local), read defensively from its text otherwise. A call
 that errors, or an answer with no level 0-4, is asked once more as plain text; failing again, the
-judgement fails (the assertion is undecided, the item errored, the reason says why). Score =
-level/4; the assertion holds at score >= its threshold (default 0.6).
+judgement fails (the assertion is undecided, the item errored, the reason says why). A request a
+provider batch refused or never answered (``BatchUnanswered``, README "Batches") is not asked
+again: the judgement fails with the batch's reason. Score = level/4; the assertion holds at
+score >= its threshold (default 0.6).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 from evalkit.assertions.excerpt import clip_words, excerpt
 from evalkit.assertions.judged import JudgedValue
 from evalkit.assertions.registry import Outcome
-from evalkit.errors import ProviderError, ProviderRefused
+from evalkit.errors import BatchUnanswered, ProviderError, ProviderRefused
 from evalkit.graders.decision import _json_objects, task_text
 from evalkit.graders.judging import Instance, Judgement, Task, register, served_by
 from evalkit.protocols import Provider
@@ -139,6 +141,8 @@ class LevelJudge:
                 raise
             except ProviderError as exc:
                 problems.append(str(exc))
+                if isinstance(exc, BatchUnanswered):  # the batch's final word: no call asks it again
+                    break
                 continue
             if completion.cached:
                 cached += 1

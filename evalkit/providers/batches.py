@@ -20,14 +20,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
 from evalkit.config import ProviderConfig
-from evalkit.errors import InputError, ProviderError
-from evalkit.records import Completion, CompletionRequest
+from evalkit.errors import BatchUnanswered, InputError, ProviderError
+from evalkit.records import Completion, CompletionRequest, Usage
 
 BATCH_ADAPTERS = ("openai", "anthropic")
 MB = 1024 * 1024
@@ -274,29 +274,43 @@ def _batch_id(created: dict[str, Any], name: str) -> str:
 
 @dataclass(slots=True)
 class BatchAnswers:
-    """A provider that answers from a finished batch (``evalkit collect``): each prompt's request
+    """A provider that answers from finished batches (``evalkit collect``): each prompt's request
     gets the answer its custom id received, parsed by the instance's own adapter, or the item
     error its request met; a prompt's request the batch never had is an error, never a live call.
-    A request of no prompt (a judge on the same instance) is a call."""
+    A request of no prompt (a judge's) gets what the judge's batches hold under its cache key
+    (``key`` makes it), its answer or its error; one they do not hold (the plain-text retry after
+    an unusable answer) is a call. ``served`` lists the judge's batch answers given, with their
+    tokens (the run's batch saving counts them)."""
 
     instance_id: str
     adapter: str
     parser: Any  # the instance's adapter object: its ``parse(body, request, latency_ms)``
     answers: dict[tuple[str, str], list[BatchAnswer]]  # (set, prompt) -> per repeat
+    judged: Mapping[str, BatchAnswer] = field(default_factory=dict)  # a judge's requests, by cache key
+    key: Callable[[CompletionRequest], str] | None = None
+    served: list[tuple[str, Usage]] = field(default_factory=list)
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        if not request.item_id:  # not a prompt's request (the judge on this same instance): a call
-            live: Completion = await self.parser.complete(request)
-            return live
+        if not request.item_id:  # not a prompt's request: a judge's
+            key = self.key(request) if self.key is not None and self.judged else None
+            found = self.judged.get(key) if key is not None else None
+            if key is None or found is None:
+                live: Completion = await self.parser.complete(request)
+                return live
+            judged = self._parsed(found, request)
+            self.served.append((key, judged.usage.checked()))
+            return judged
         pending = self.answers.get((request.set_id, request.item_id))
         if not pending:
             raise ProviderError(
                 f"provider '{self.instance_id}': no answer in the batch for this request (it was cached when the "
                 "batch was submitted and the cache entry is gone, or the submit stopped before sending it)"
             )
-        answer = pending.pop(0)
+        return self._parsed(pending.pop(0), request)
+
+    def _parsed(self, answer: BatchAnswer, request: CompletionRequest) -> Completion:
         if isinstance(answer, str):
-            raise ProviderError(answer)
+            raise BatchUnanswered(answer)
         completion: Completion = self.parser.parse(answer, request, 0.0)
         return completion
 
