@@ -397,10 +397,11 @@ def compare_runs(
 
 def submit_batches(plan: RunPlan) -> list[PendingBatch]:
     """``run --batch``: the plan's uncached requests sent as provider batches and kept in the
-    database (README "Batches"); none when the cache answers everything."""
-    from evalkit.pipeline.batches import submit
+    database (README "Batches"): the prompts', or the judge's when the cache answers every
+    prompt; none when the cache answers everything."""
+    from evalkit.pipeline.judgebatches import submit_run
 
-    return submit(plan)
+    return submit_run(plan)
 
 
 def pending_batches(
@@ -426,12 +427,18 @@ def collect_batches(
     max_wait: float | None = None,
     on_status: Any = None,
     plan: RunPlan | None = None,
+    on_submit: Any = None,
 ) -> list[Collected]:
     """``evalkit collect``: each submission whose batches have ended graded, compared, gated and
-    stored like ``run``; the others left pending (README "Batches"). ``plan``: the plan that
-    submitted them, when this process did (it is not planned again)."""
+    stored like ``run``; the others left pending (README "Batches"). A submission whose answers
+    are in sends its judge's requests as batches first (``on_submit(batches)`` is told) and is
+    graded once they have ended too. ``plan``: the plan that submitted them, when this process
+    did (it is not planned again)."""
     from evalkit.pipeline.collect import CollectOptions, collect
 
     given = CollectOptions(fail_on_regression, tolerance_overrides, gate_overrides, baselines)
     waiting = (poll_interval or config.batch_poll_s, max_wait) if wait else None
-    return collect(config, db_path(config, db), batches, given, waiting=waiting, on_status=on_status, submitted=plan)
+    return collect(
+        config, db_path(config, db), batches, given, waiting=waiting, on_status=on_status, submitted=plan,
+        on_submit=on_submit,
+    )  # fmt: skip

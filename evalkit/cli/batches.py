@@ -45,8 +45,22 @@ class StatusLines:
         self._said[batch.batch_id] = (status.done, now)
         total = status.total or batch.request_count
         click.echo(
-            f"batch {batch.batch_id} ('{printable(batch.provider)}'): {status.done}/{total} requests done "
+            f"{_label(batch)} {batch.batch_id} ('{printable(batch.provider)}'): {status.done}/{total} requests done "
             f"({printable(status.detail)}), {waited:.0f} s",
+            err=True,
+        )
+
+
+def _label(batch: PendingBatch) -> str:
+    return "judge batch" if batch.phase == "judge" else "batch"
+
+
+def say_submitted(batches: Sequence[PendingBatch]) -> None:
+    """A line on stderr for each batch just submitted: the prompts', or the judge's."""
+    for batch in batches:
+        click.echo(
+            f"Submitted {_label(batch)} {batch.batch_id}: {batch.request_count} "
+            f"{'judge ' if batch.phase == 'judge' else ''}requests to '{printable(batch.provider)}'",
             err=True,
         )
 
@@ -68,11 +82,9 @@ def run_batched(
     if not batches:
         click.echo("Every answer is in the cache: no batch was needed.", err=True)
         return None
-    for batch in batches:
-        click.echo(
-            f"Submitted batch {batch.batch_id}: {batch.request_count} requests to '{printable(batch.provider)}'",
-            err=True,
-        )
+    if all(b.phase == "judge" for b in batches):
+        click.echo("Every answer is in the cache: only the judge's requests go as batches.", err=True)
+    say_submitted(batches)
     ids = " ".join(b.batch_id for b in batches)
     if no_wait:
         click.echo(f"submitted: collect with `evalkit collect` (or evalkit collect {ids})", err=True)
@@ -80,7 +92,7 @@ def run_batched(
     try:
         collected = api.collect_batches(
             cfg, batches, db=plan.db, wait=True, poll_interval=waiting[0], max_wait=waiting[1],
-            on_status=StatusLines(), plan=plan,
+            on_status=StatusLines(), plan=plan, on_submit=say_submitted,
         )  # fmt: skip
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"the batch stays pending; collect it with `evalkit collect {ids}`") from None
@@ -107,11 +119,8 @@ def report_collected(
             stored = ", ".join(item.batches[0].run_ids) or "no run"
             click.echo(f"Batch {ids} was collected before ({stored}): nothing stored again.", err=True)
         elif item.pending:
-            done = sum(item.statuses[b.batch_id].done for b in item.batches)
-            total = sum(item.statuses[b.batch_id].total or b.request_count for b in item.batches)
             click.echo(
-                f"Batch {ids}: still in progress ({done}/{total} requests done); it stays pending: "
-                f"collect it later with `evalkit collect {ids}`",
+                f"Batch {ids}: {_progress(item)}; it stays pending: collect it later with `evalkit collect {ids}`",
                 err=True,
             )
     runs = [r for item in collected for r in item.runs]
@@ -128,6 +137,17 @@ def report_collected(
     if waited and gate_asked and any(item.pending for item in collected):
         code = max(code, 3)  # a gate was asked for and there is no verdict yet
     return code
+
+
+def _progress(item: Collected) -> str:
+    """How far a pending submission is: its answers, or once they are in, its judge's requests."""
+    judging = [b for b in item.batches if b.phase == "judge"]
+    shown = judging or item.batches
+    done = sum(item.statuses[b.batch_id].done for b in shown)
+    total = sum(item.statuses[b.batch_id].total or b.request_count for b in shown)
+    if judging:
+        return f"the answers are in, the judge's batches are in progress ({done}/{total} judge requests done)"
+    return f"still in progress ({done}/{total} requests done)"
 
 
 @click.command("collect")
@@ -180,7 +200,7 @@ def collect_command(
         collected = api.collect_batches(
             cfg, batches, db=db, fail_on_regression=fail_on_regression, tolerance_overrides=overrides,
             gate_overrides=minimums, baselines=baselines, wait=wait, poll_interval=poll_interval,
-            max_wait=max_wait, on_status=StatusLines(),
+            max_wait=max_wait, on_status=StatusLines(), on_submit=say_submitted,
         )  # fmt: skip
     except KeyboardInterrupt:
         ids = " ".join(dict.fromkeys(b.batch_id for b in batches if b.state == "pending"))

@@ -15,13 +15,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalkit.errors import InputError, ProviderError
 from evalkit.pipeline.plans import RunPlan, Target
 from evalkit.providers import endpoint_identity
 from evalkit.providers.batches import BatchApi, BatchState, BatchStatus, batch_api, check_adapter, custom_ids, split
-from evalkit.records import CompletionRequest, PendingBatch
+from evalkit.records import CompletionRequest, PendingBatch, Prompt
+from evalkit.records.batches import PHASE_ANSWERS
 from evalkit.runner import build_request, cache_key, new_run_id, set_fingerprint
 
 if TYPE_CHECKING:
@@ -99,80 +101,127 @@ def queued(plan: RunPlan, target: Target, cached: Callable[[str], bool]) -> list
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One request for a batch: its custom id and what the id maps back to (``PendingBatch.custom_ids``)."""
+
+    custom_id: str
+    request: CompletionRequest
+    maps_to: list[str | int]
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """What every batch of one submission keeps: its id, the sets' fingerprints, the run's options."""
+
+    id: str
+    set_fingerprints: dict[str, str]
+    plan: dict[str, object]
+
+    @classmethod
+    def new(cls, plan: RunPlan) -> Submission:
+        return cls(new_run_id(), {s.id: set_fingerprint(s) for s in plan.sets}, asdict(SubmittedOptions.of(plan)))
+
+    @classmethod
+    def of(cls, batch: PendingBatch) -> Submission:
+        return cls(batch.submission_id, batch.set_fingerprints, batch.plan)
+
+
+def answer_keys(plan: RunPlan, target: Target, prompts: Callable[[Prompt], bool] | None = None) -> list[str]:
+    """The cache key of every request of the plan on one target (of the ``prompts`` chosen)."""
+    endpoint = endpoint_identity(target.provider)
+    return [
+        cache_key(target.provider.id, build_request(s, p, target.alias), r, endpoint=endpoint)
+        for s in plan.sets
+        for p in s.prompts
+        if prompts is None or prompts(p)
+        for r in range(plan.repeats)
+    ]
+
+
 def submit(plan: RunPlan) -> list[PendingBatch]:
     """Send the plan's uncached requests as provider batches and keep them in the database.
     Returns the batches (none: the cache answers everything, and the run needs no batch)."""
     from evalkit.store import Store
-    from evalkit.store.batches import save_batches
     from evalkit.store.cache import read_entries
 
     check_batchable(plan)
     assert plan.db is not None
     with Store.open(plan.db) as store:
-        work: list[tuple[Target, list[Queued]]] = []
+        work: list[tuple[Target, list[Outgoing]]] = []
         for target in plan.targets:
             if plan.read_cache and plan.use_cache:
-                endpoint = endpoint_identity(target.provider)
-                keys = [
-                    cache_key(target.provider.id, build_request(s, p, target.alias), r, endpoint=endpoint)
-                    for s in plan.sets
-                    for p in s.prompts
-                    for r in range(plan.repeats)
-                ]
-                found = set(read_entries(store, keys, plan.config.cache_ttl_days))
+                found = set(read_entries(store, answer_keys(plan, target), plan.config.cache_ttl_days))
             else:
                 found = set()
-            work.append((target, queued(plan, target, found.__contains__)))
-    submission = new_run_id()
+            work.append((target, _named(queued(plan, target, found.__contains__), single_set=len(plan.sets) == 1)))
+    return send(plan.db, work, Submission.new(plan), PHASE_ANSWERS)
+
+
+def _named(requests: Sequence[Queued], *, single_set: bool) -> list[Outgoing]:
+    names = [
+        (q.prompt_id if single_set else f"{q.set_id}__{q.prompt_id}") + (f"__r{q.repeat}" if q.repeat else "")
+        for q in requests
+    ]
+    return [
+        Outgoing(cid, q.request, [q.set_id, q.prompt_id, q.repeat])
+        for cid, q in zip(custom_ids(names), requests, strict=True)
+    ]
+
+
+def send(
+    db: Path,
+    work: Sequence[tuple[Target, Sequence[Outgoing]]],
+    submission: Submission,
+    phase: str,
+    pending: Sequence[str] = (),
+) -> list[PendingBatch]:
+    """Each target's requests sent as batches of ``phase`` (split at the provider's limits) and
+    kept in the database, even when a later one is refused: what was sent costs money.
+    ``pending``: the submission's batches already waiting (named when sending fails)."""
+    from evalkit.store import Store
+    from evalkit.store.batches import save_batches
+
     batches: list[PendingBatch] = []
     try:
-        asyncio.run(_send_all(plan, work, submission, batches))
+        asyncio.run(_send_all(work, submission, phase, batches))
     except ProviderError as exc:
-        if not batches:
+        if not batches and not pending:
             raise
-        ids = " ".join(b.batch_id for b in batches)
+        ids = " ".join([*pending, *(b.batch_id for b in batches)])
         raise ProviderError(f"{exc}; the batches sent before it stay pending: evalkit collect {ids}") from None
     finally:
-        if batches:  # what was sent is kept, even when a later batch failed: it costs money
-            with Store.open(plan.db) as store:
+        if batches:
+            with Store.open(db) as store:
                 save_batches(store, batches)
     return batches
 
 
 async def _send_all(
-    plan: RunPlan, work: Sequence[tuple[Target, list[Queued]]], submission: str, out: list[PendingBatch]
+    work: Sequence[tuple[Target, Sequence[Outgoing]]], submission: Submission, phase: str, out: list[PendingBatch]
 ) -> None:
-    options = asdict(SubmittedOptions.of(plan))
-    fingerprints = {s.id: set_fingerprint(s) for s in plan.sets}
-    single_set = len(plan.sets) == 1
     for target, requests in work:
         if not requests:
             continue
         api = batch_api(target.provider)
         try:
-            names = [
-                (q.prompt_id if single_set else f"{q.set_id}__{q.prompt_id}") + (f"__r{q.repeat}" if q.repeat else "")
-                for q in requests
-            ]
-            ids = custom_ids(names)
-            entries = [api.entry(cid, q.request) for cid, q in zip(ids, requests, strict=True)]
+            entries = [api.entry(o.custom_id, o.request) for o in requests]
             for chunk in split([len(e) + 1 for e in entries], *api.limits):
                 batch_id = await api.submit([entries[i] for i in chunk])
                 out.append(
                     PendingBatch(
                         batch_id=batch_id,
-                        submission_id=submission,
+                        submission_id=submission.id,
                         provider=target.provider.id,
                         model=target.alias,
                         adapter=target.provider.adapter,
                         state="pending",
                         submitted_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
                         request_count=len(chunk),
-                        set_fingerprints=fingerprints,
-                        plan=options,
-                        custom_ids={
-                            ids[i]: [requests[i].set_id, requests[i].prompt_id, requests[i].repeat] for i in chunk
-                        },
+                        set_fingerprints=submission.set_fingerprints,
+                        plan=submission.plan,
+                        custom_ids={requests[i].custom_id: requests[i].maps_to for i in chunk},
+                        phase=phase,
                     )
                 )
         finally:
@@ -196,11 +245,7 @@ def wait(
     batch's last status."""
     pause, clock = sleep or time.sleep, clock or time.monotonic  # looked up now: a test may replace them
     started = clock()
-    statuses = (
-        {b.batch_id: BatchStatus(BatchState.IN_PROGRESS, 0, b.request_count, "submitted") for b in batches}
-        if just_submitted
-        else poll(config, batches)
-    )
+    statuses = submitted_statuses(batches) if just_submitted else poll(config, batches)
     delay = min(1.0, poll_interval)
     while not all(s.state.finished for s in statuses.values()):
         waited = clock() - started
@@ -217,6 +262,11 @@ def wait(
         unfinished = [b for b in batches if not statuses[b.batch_id].state.finished]
         statuses |= poll(config, unfinished)
     return statuses
+
+
+def submitted_statuses(batches: Sequence[PendingBatch]) -> dict[str, BatchStatus]:
+    """The status of batches just submitted, before anyone asks: in progress, nothing done."""
+    return {b.batch_id: BatchStatus(BatchState.IN_PROGRESS, 0, b.request_count, "submitted") for b in batches}
 
 
 def poll(config: Config, batches: Sequence[PendingBatch]) -> dict[str, BatchStatus]:

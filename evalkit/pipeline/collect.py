@@ -4,36 +4,52 @@
 The run is planned again from the options kept at submit (the set files, checked unchanged by
 their fingerprints) and executed by the same stages as any run (``execute_plan``: the cache,
 the grader, the verdict, persist); only its provider objects differ: they answer from the
-batches' results (``providers.batches.BatchAnswers``), so a request the provider refused, or
-one an expired or cancelled batch never answered, is an item error like a failed call. Batch
-answers are priced at the instance's ``cost.batch_discount`` and the run says what that saved.
-The submission is marked collected right after its runs are stored: collecting it again stores
-nothing.
+batches' results (``batchanswers``), so a request the provider refused, or one an expired or
+cancelled batch never answered, is an item error like a failed call. A batched submission is
+graded in two phases: once its answers are in, the requests its judges will be asked go as
+batches of their own (``judgebatches``), and it is graded when those have ended too. Batch
+answers are priced at the instance's ``cost.batch_discount`` (the judge's at the judge's) and the
+run says what that saved. The submission is marked collected right after its runs are stored:
+collecting it again stores nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalkit.config import Config, Cost, ProviderConfig
+from evalkit.config import Config
 from evalkit.errors import InputError
-from evalkit.pipeline.batches import SubmittedOptions, poll, wait
+from evalkit.pipeline.batchanswers import Answering, read_results, received
+from evalkit.pipeline.batchcost import batch_priced, priced
+from evalkit.pipeline.batches import SubmittedOptions, poll, submitted_statuses, wait
 from evalkit.pipeline.execute import execute_plan
+from evalkit.pipeline.judgebatches import submit_judging
 from evalkit.pipeline.plan import load_prompt_sets, plan_run
-from evalkit.pipeline.plans import Progress, RunPlan, Target
-from evalkit.protocols import Provider
-from evalkit.providers import build_provider
-from evalkit.providers.batches import BatchAnswer, BatchAnswers, BatchResults, BatchState, BatchStatus, batch_api
-from evalkit.records import BatchCost, PendingBatch, PromptSet, RunResult
-from evalkit.runner import run_cost, set_fingerprint
+from evalkit.pipeline.plans import Progress, RunPlan
+from evalkit.providers.batches import BatchResults, BatchStatus
+from evalkit.records import PendingBatch, PromptSet, RunResult
+from evalkit.records.batches import PHASE_JUDGE
+from evalkit.runner import set_fingerprint
 
 if TYPE_CHECKING:
     from evalkit.pipeline.batches import StatusHook
+
+SubmitHook = Callable[[Sequence[PendingBatch]], None]  # the judge's batches, just submitted
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """What a collect tells its caller as it goes."""
+
+    on_status: StatusHook | None = None
+    on_submit: SubmitHook | None = None
+    progress: Progress | None = None
+    on_start: Callable[[PromptSet], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,20 +113,12 @@ def replan(config: Config, db: Path, batches: Sequence[PendingBatch], given: Col
     _check_unchanged(sets, batches[0])
     tolerance = {k: Decimal(v) for k, v in kept.tolerance_overrides.items()} | dict(given.tolerance_overrides or {})
     minimums = {k: Decimal(v) for k, v in kept.gate_overrides.items()} | dict(given.gate_overrides or {})
-    plan = plan_run(
+    return plan_run(
         sets, config, provider=list(kept.providers), model=kept.model, grader=kept.grader, judge=kept.judge,
         db=db, use_cache=kept.read_cache, concurrency=kept.concurrency, tolerance_overrides=tolerance,
         fail_on_regression=kept.fail_on_regression or given.fail_on_regression, repeats=kept.repeats,
         significance=kept.significance, gate_overrides=minimums, baselines=given.baselines,
     )  # fmt: skip
-    return batch_priced(plan, batches)
-
-
-def batch_priced(plan: RunPlan, batches: Sequence[PendingBatch]) -> RunPlan:
-    """The plan with each batched instance priced at its batch discount."""
-    batched = {b.provider for b in batches}
-    targets = tuple(Target(discounted(t.provider), t.alias) if t.provider.id in batched else t for t in plan.targets)
-    return replace(plan, targets=targets)
 
 
 def _check_unchanged(sets: Sequence[PromptSet], batch: PendingBatch) -> None:
@@ -121,15 +129,6 @@ def _check_unchanged(sets: Sequence[PromptSet], batch: PendingBatch) -> None:
                 f"{prompt_set.path}: the set changed since batch {batch.batch_id} was submitted; restore it to "
                 "collect the batch, or run the set again"
             )
-
-
-def discounted(config: ProviderConfig) -> ProviderConfig:
-    """The instance priced as its batch answers are: ``cost.batch_discount`` of each price."""
-    if config.cost is None:
-        return config
-    cost = config.cost
-    factor = cost.batch_discount
-    return replace(config, cost=Cost(cost.input_per_mtok * factor, cost.output_per_mtok * factor, factor))
 
 
 def collect(
@@ -143,94 +142,92 @@ def collect(
     progress: Progress | None = None,
     on_start: Callable[[PromptSet], None] | None = None,
     submitted: RunPlan | None = None,
+    on_submit: SubmitHook | None = None,
 ) -> list[Collected]:
     """Each submission among ``batches``: collected when every batch of it has ended (after
     waiting, when ``waiting`` gives the poll interval and the longest wait), else left pending.
-    ``submitted``: the plan that submitted them, in this process (``run --batch``): not planned again."""
+    A submission whose answers are in and whose judges have batches sends the judge's requests
+    first (``on_submit`` is told), then waits for them within the same longest wait, or, not
+    waiting, stays pending. ``submitted``: the plan that submitted them, in this process
+    (``run --batch``): not planned again."""
+    hooks = Hooks(on_status, on_submit, progress, on_start)
     out = []
     for group in submissions(batches):
         if all(b.state == "collected" for b in group):
             out.append(Collected(group, {}, earlier=True))
-            continue
-        if waiting is not None:
-            statuses = wait(
-                config, group, poll_interval=waiting[0], max_wait=waiting[1], on_status=on_status,
-                just_submitted=submitted is not None,
-            )  # fmt: skip
         else:
-            statuses = poll(config, group)
-        if not all(s.state.finished for s in statuses.values()):
-            out.append(Collected(group, statuses))
-            continue
-        plan = batch_priced(submitted, group) if submitted is not None else replan(config, db, group, given)
-        runs = graded(plan, group, statuses, progress, on_start)
-        out.append(Collected(group, statuses, tuple(runs)))
+            out.append(_collect_one(config, db, group, given=given, waiting=waiting, hooks=hooks, submitted=submitted))
     return out
+
+
+def _collect_one(
+    config: Config,
+    db: Path,
+    group: tuple[PendingBatch, ...],
+    *,
+    given: CollectOptions,
+    waiting: tuple[float, float | None] | None,
+    hooks: Hooks,
+    submitted: RunPlan | None,
+) -> Collected:
+    started = time.monotonic()
+    statuses = _statuses(config, group, waiting, hooks, just_submitted=submitted is not None)
+    if not _ended(statuses):
+        return Collected(group, statuses)
+    plan = submitted if submitted is not None else replan(config, db, group, given)
+    results = read_results(config, group, statuses)
+    if not any(b.phase == PHASE_JUDGE for b in group):
+        judging = submit_judging(plan, group, received(group, results, statuses))
+        if judging:
+            if hooks.on_submit is not None:
+                hooks.on_submit(judging)
+            group = (*group, *judging)
+            if waiting is None:
+                return Collected(group, statuses | submitted_statuses(judging))
+            left = None if waiting[1] is None else max(0.0, waiting[1] - (time.monotonic() - started))
+            statuses = statuses | _statuses(config, judging, (waiting[0], left), hooks, just_submitted=True)
+            if not _ended(statuses):
+                return Collected(group, statuses)
+            results |= read_results(config, judging, statuses)
+    runs = graded(batch_priced(plan, group), group, statuses, results, hooks)
+    return Collected(group, statuses, tuple(runs))
+
+
+def _statuses(
+    config: Config,
+    batches: Sequence[PendingBatch],
+    waiting: tuple[float, float | None] | None,
+    hooks: Hooks,
+    *,
+    just_submitted: bool,
+) -> dict[str, BatchStatus]:
+    if waiting is None:
+        return poll(config, batches)
+    return wait(
+        config, batches, poll_interval=waiting[0], max_wait=waiting[1], on_status=hooks.on_status,
+        just_submitted=just_submitted,
+    )  # fmt: skip
+
+
+def _ended(statuses: Mapping[str, BatchStatus]) -> bool:
+    return all(s.state.finished for s in statuses.values())
 
 
 def graded(
     plan: RunPlan,
     group: Sequence[PendingBatch],
     statuses: Mapping[str, BatchStatus],
-    progress: Progress | None = None,
-    on_start: Callable[[PromptSet], None] | None = None,
+    results: Mapping[str, BatchResults],
+    hooks: Hooks | None = None,
 ) -> list[RunResult]:
-    """The submission's results read, its runs executed from them, stored, and marked collected."""
+    """The submission's runs executed from its batches' results, stored, and marked collected."""
     from evalkit.store import Store
     from evalkit.store.batches import mark_collected
 
     assert plan.db is not None
-    results = asyncio.run(_read_all(plan, group, statuses))
-    answers: dict[str, dict[tuple[str, str], list[BatchAnswer]]] = {}
-    for batch in group:
-        received = results[batch.batch_id]
-        by_item = answers.setdefault(batch.provider, {})
-        for custom_id, (set_id, prompt_id, repeat) in sorted(batch.custom_ids.items(), key=lambda kv: kv[1][2]):
-            del repeat  # samples of one prompt are answered in turn
-            answer = received.answers.get(custom_id) or received.errors.get(custom_id)
-            if answer is None:
-                answer = _unanswered(batch, statuses[batch.batch_id])
-            by_item.setdefault((set_id, prompt_id), []).append(answer)
-
-    def factory(config: ProviderConfig) -> Provider:
-        live = build_provider(config)
-        if config.id not in answers:
-            return live
-        return BatchAnswers(config.id, config.adapter, live, answers[config.id])
-
-    standard = {b.provider: plan.config.provider(b.provider).cost for b in group}  # the configured prices
-    batch_ids = {p: tuple(b.batch_id for b in group if b.provider == p) for p in standard}
-
-    def amend(run: RunResult) -> RunResult:
-        if run.provider not in batch_ids:
-            return run
-        full = standard[run.provider]
-        discount = full.batch_discount if full is not None else Cost().batch_discount
-        return replace(run, batch=BatchCost(batch_ids[run.provider], discount, run_cost(run.items, full)))
-
-    runs = execute_plan(plan, progress, on_start, factory=factory, amend=amend)
+    answering = Answering(received(group, results, statuses))
+    hooks = hooks or Hooks()
+    runs = execute_plan(plan, hooks.progress, hooks.on_start, factory=answering, amend=priced(plan, group, answering))
     with Store.open(plan.db) as store:
         mark_collected(store, group[0].submission_id, [r.run_id for r in runs])
     return runs
-
-
-def _unanswered(batch: PendingBatch, status: BatchStatus) -> str:
-    if status.state is BatchState.FAILED:
-        return f"provider '{batch.provider}': batch {batch.batch_id} {status.detail}"
-    return f"provider '{batch.provider}': batch {batch.batch_id} ended ({status.detail}) before answering this request"
-
-
-async def _read_all(
-    plan: RunPlan, group: Sequence[PendingBatch], statuses: Mapping[str, BatchStatus]
-) -> dict[str, BatchResults]:
-    out: dict[str, BatchResults] = {}
-    for batch in group:
-        if statuses[batch.batch_id].state is BatchState.FAILED:
-            out[batch.batch_id] = BatchResults()
-            continue
-        api = batch_api(plan.config.provider(batch.provider))
-        try:
-            out[batch.batch_id] = await api.results(batch.batch_id)
-        finally:
-            await api.aclose()
-    return out

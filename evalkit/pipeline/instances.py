@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from evalkit.assertions.judged import EMBEDDINGS, JUDGE
 from evalkit.config import ProviderConfig
-from evalkit.pipeline.plans import JudgedPlan
+from evalkit.pipeline.plans import JudgedPlan, Target
 from evalkit.protocols import Embedder, Grader
 from evalkit.providers import ProviderPool, caches_answers
 
@@ -59,7 +59,13 @@ class JudgedInstances:
             await embedder.aclose()
 
 
+def judges(judged: JudgedPlan) -> list[Target]:
+    """The instances serving ``judge`` (an embeddings instance is not a chat model)."""
+    return [t for t in judged.targets if JUDGE in judged.services.get(t.provider.id, {JUDGE})]
+
+
 def probed(judged: JudgedPlan) -> list[tuple[ProviderConfig, str]]:
-    """The judges a run probes before its judgements: the instances serving ``judge`` (an
-    embeddings instance is not a chat model; its first failing call errors the items it serves)."""
-    return [(t.provider, t.alias) for t in judged.targets if JUDGE in judged.services.get(t.provider.id, {JUDGE})]
+    """The judges a run probes before its judgements: every judge but those whose requests
+    provider batches answered (an embeddings instance's first failing call errors the items it
+    serves)."""
+    return [(t.provider, t.alias) for t in judges(judged) if t.provider.id not in judged.batched]

@@ -34,11 +34,14 @@ class JudgedPlan:
     """The instances serving a plan's model-graded assertions (README "Model-graded assertions"),
     checked: ``targets`` each with the alias sent, ``defaults`` the instance of each service
     (judge, embeddings) for the assertions that name none, ``services`` what each instance
-    serves (an instance may be a judge and an embeddings instance both)."""
+    serves (an instance may be a judge and an embeddings instance both), ``batched`` the judges
+    whose requests provider batches answered (README "Batches": priced at their batch discount,
+    not probed)."""
 
     targets: tuple[Target, ...]
     defaults: Mapping[str, str | None]
     services: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    batched: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,6 +162,8 @@ def render_run(console: Console, run: RunResult, gate: GateVerdict | None = None
         saved = (
             f", saving {dollars(saving)} of the standard {dollars(run.batch.standard_cost or 0.0)}" if saving else ""
         )
+        if saving and run.batch.judge is not None:
+            saved += " (the judge's batches included)"
         summary += f" · batch price ×{run.batch.discount:g}{saved}"
     if run.grader_cost is not None:
         summary += f" · judge cost {dollars(run.grader_cost)}"
