@@ -10,7 +10,13 @@ How a batch behaves is scripted, counted in polls rather than seconds so no test
 wall clock: ``in_progress_polls`` status reads say ``in_progress`` first; ``refuse`` names the
 custom ids answered with an error; ``outcome`` is ``completed``, ``expired`` or ``cancelled``
 (only the first ``answered`` requests are answered, the rest never are) or ``failed`` (the whole
-batch refused); results come shuffled. ``hold`` keeps every batch in progress until released; ``max_batches`` refuses batches beyond it (a full queue).
+batch refused); results come shuffled. ``later`` scripts the next batches created, one each in
+order (a judge's batch after the answers' one), then ``script`` again. ``hold`` keeps every batch
+in progress until released; ``max_batches`` refuses batches beyond it (a full queue).
+
+It answers live calls too (``POST /v1/chat/completions``, ``POST /v1/messages``), kept in ``live``
+(their bodies), so a test can tell what was not batched. A request forcing a tool (Anthropic
+structured output) is answered with that tool's call, its input the answer parsed as JSON.
 
     python -m tests.batchserver --port 0      # prints READY <port> (the benchmark runs it so)
 """
@@ -56,6 +62,8 @@ class BatchServer:
     hold: threading.Event = field(default_factory=threading.Event)  # set: every batch stays in progress
     seed: int = 7
     max_batches: int | None = None  # more batches than this are refused (a full queue)
+    later: list[Script] = field(default_factory=list)  # the next batches' scripts, in order
+    live: list[dict[str, Any]] = field(default_factory=list)  # the bodies of the live calls
     batches: dict[str, Batch] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
     paths: list[str] = field(default_factory=list)  # every request's method and path, in order
@@ -121,6 +129,12 @@ class BatchServer:
         if method == "GET" and parts[:2] == ["v1", "files"] and len(parts) == 4 and parts[3] == "content":
             data = self.files.get(parts[2])
             return (200, data, "application/binary") if data is not None else self._error(404, "no such file")
+        if method == "POST" and path == "/v1/chat/completions":
+            self.live.append(json.loads(body))
+            return self._json(self._openai_line({"custom_id": "live", "body": self.live[-1]})["response"]["body"])
+        if method == "POST" and path == "/v1/messages":
+            self.live.append(json.loads(body))
+            return self._json(self._message(self.live[-1]))
         if method == "POST" and path == "/v1/messages/batches":
             return self._create_anthropic(json.loads(body))
         if method == "GET" and parts[:3] == ["v1", "messages", "batches"] and len(parts) == 4:
@@ -165,9 +179,12 @@ class BatchServer:
         lines = [json.loads(line) for line in data.splitlines() if line.strip()]
         if any(line.get("method") != "POST" or line.get("url") != "/v1/chat/completions" for line in lines):
             return self._error(400, "every line must POST /v1/chat/completions")
-        batch = Batch(self._new_id("batch_"), "openai", lines, self.script)
+        batch = Batch(self._new_id("batch_"), "openai", lines, self._next_script())
         self.batches[batch.id] = batch
         return self._json(self._openai_status(batch.id, poll=False))
+
+    def _next_script(self) -> Script:
+        return self.later.pop(0) if self.later else self.script
 
     def _ended(self, batch: Batch, poll: bool) -> bool:
         if poll:
@@ -252,7 +269,7 @@ class BatchServer:
                 return self._error(400, "params with max_tokens are required")
         if len({r["custom_id"] for r in requests}) != len(requests):
             return self._error(400, "custom_id values must be unique within a batch")
-        batch = Batch(self._new_id("msgbatch_"), "anthropic", requests, self.script)
+        batch = Batch(self._new_id("msgbatch_"), "anthropic", requests, self._next_script())
         self.batches[batch.id] = batch
         return self._json(self._anthropic_status(batch.id, poll=False))
 
@@ -297,10 +314,16 @@ class BatchServer:
         return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
     def _message(self, params: dict[str, Any]) -> dict[str, Any]:
+        text = self.answer(_last_user(params["messages"]))
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        forced = params.get("tool_choice") or {}
+        used = forced.get("type") == "tool"
+        if used:  # structured output: the forced tool's call carries the answer
+            content = [{"type": "tool_use", "id": "toolu_1", "name": forced["name"], "input": json.loads(text)}]
         return {
             "id": "msg_batch", "type": "message", "role": "assistant", "model": f"{params['model']}-2026",
-            "content": [{"type": "text", "text": self.answer(_last_user(params["messages"]))}],
-            "stop_reason": "end_turn", "usage": {"input_tokens": 12, "output_tokens": 7},
+            "content": content, "stop_reason": "tool_use" if used else "end_turn",
+            "usage": {"input_tokens": 12, "output_tokens": 7},
         }  # fmt: skip
 
 
@@ -311,8 +334,13 @@ def _last_user(messages: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--in-progress-polls", type=int, default=0)
+    parser.add_argument("--judge", action="store_true", help="answer a judge's requests as tests/judgeserver.py")
     args = parser.parse_args()
     server = BatchServer(Script(in_progress_polls=args.in_progress_polls)).start()
+    if args.judge:
+        from tests.judgeserver import judge_or_echo
+
+        server.answer = judge_or_echo
     print(f"READY {server.url.rsplit(':', 1)[1].split('/')[0]}", flush=True)
     threading.Event().wait()
 

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.config import LOCAL_MODEL_INSTALL, LOCAL_RUNTIME_INSTALL
+from tests.batchserver import BatchServer
 from tests.fakeserver import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,6 +50,16 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def db_file(tmp_path: Path) -> Path:
     return tmp_path / "evalkit.duckdb"
+
+
+@pytest.fixture
+def batch_server() -> Iterator[BatchServer]:
+    """A loopback server of both providers' batch APIs (tests/batchserver.py)."""
+    server = BatchServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

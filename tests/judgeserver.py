@@ -61,3 +61,13 @@ def judge_handler(model: str = JUDGE_MODEL, prompt_tokens: int = 100, completion
         return openai_reply(answer, model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
     return handle
+
+
+def judge_or_echo(text: str) -> str:
+    """A batch server's answer (tests/batchserver.py) to a request's last user message: the scripted
+    judge's verdict for a judge's request, ``answer: <text>`` for a prompt's."""
+    parts = sections(text)
+    if "Candidate response" not in parts:
+        return f"answer: {text}"
+    level, reason = level_of(parts["Candidate response"], parts.get("Rubric") or parts.get("Facts") or "")
+    return json.dumps({"level": level, "reason": reason})

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +30,7 @@ prompts:
 
 
 @pytest.fixture
-def server() -> Iterator[BatchServer]:
-    running = BatchServer().start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-def project(write_file: Any, server: BatchServer) -> BatchServer:
+def project(write_file: Any, batch_server: BatchServer) -> BatchServer:
     """evalkit.yaml with an openai instance (priced) and an anthropic instance on the batch
     server, a short poll interval, and the three-prompt set."""
     write_file("s.yaml", SET)
@@ -53,18 +43,18 @@ def project(write_file: Any, server: BatchServer) -> BatchServer:
           - id: oa
             adapter: openai
             model: gpt-x
-            base_url: {server.url}
+            base_url: {batch_server.url}
             max_retries: 0
             cost: {{input_per_mtok: 2.0, output_per_mtok: 8.0}}
           - id: an
             adapter: anthropic
             model: claude-x
-            base_url: {server.url}
+            base_url: {batch_server.url}
             max_retries: 0
             cost: {{input_per_mtok: 3.0, output_per_mtok: 15.0, batch_discount: 0.4}}
         """,
     )
-    return server
+    return batch_server
 
 
 def stored_runs(db: Path) -> list[tuple[str, str, int]]:

@@ -4,25 +4,13 @@ clock and the sleep are injected: no test waits on the wall clock."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from evalkit.config import Config, ProviderConfig
 from evalkit.pipeline.batches import wait
 from evalkit.providers.batches import BatchState
 from evalkit.records import PendingBatch
 from tests.batchserver import BatchServer, Script
-
-
-@pytest.fixture
-def server() -> Iterator[BatchServer]:
-    running = BatchServer().start()
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 class FakeTime:
@@ -38,15 +26,15 @@ class FakeTime:
         self.now += seconds
 
 
-def submitted(server: BatchServer, polls: int) -> tuple[Config, PendingBatch]:
+def submitted(batch_server: BatchServer, polls: int) -> tuple[Config, PendingBatch]:
     """One real batch on the server that stays in progress for ``polls`` status reads."""
     import asyncio
 
     from evalkit.providers.batches import batch_api
     from evalkit.records import CompletionRequest, Message
 
-    server.script = Script(in_progress_polls=polls)
-    instance = ProviderConfig(id="oa", adapter="openai", model="m", base_url=server.url, max_retries=0)
+    batch_server.script = Script(in_progress_polls=polls)
+    instance = ProviderConfig(id="oa", adapter="openai", model="m", base_url=batch_server.url, max_retries=0)
 
     async def submit() -> str:
         api = batch_api(instance)
@@ -65,23 +53,23 @@ def submitted(server: BatchServer, polls: int) -> tuple[Config, PendingBatch]:
     return Config(path=Path("evalkit.yaml"), providers=(instance,)), batch
 
 
-def test_polls_back_off_from_one_second_doubling_up_to_the_poll_interval(server: BatchServer) -> None:
-    config, batch = submitted(server, polls=6)
+def test_polls_back_off_from_one_second_doubling_up_to_the_poll_interval(batch_server: BatchServer) -> None:
+    config, batch = submitted(batch_server, polls=6)
     fake = FakeTime()
     statuses = wait(config, [batch], poll_interval=5.0, max_wait=None, sleep=fake.sleep, clock=fake.clock)
     assert statuses[batch.batch_id].state is BatchState.ENDED
     assert fake.pauses == [1.0, 2.0, 4.0, 5.0, 5.0, 5.0]
 
 
-def test_a_poll_interval_under_a_second_is_the_first_pause_too(server: BatchServer) -> None:
-    config, batch = submitted(server, polls=3)
+def test_a_poll_interval_under_a_second_is_the_first_pause_too(batch_server: BatchServer) -> None:
+    config, batch = submitted(batch_server, polls=3)
     fake = FakeTime()
     wait(config, [batch], poll_interval=0.25, max_wait=None, sleep=fake.sleep, clock=fake.clock)
     assert fake.pauses == [0.25, 0.25, 0.25]
 
 
-def test_max_wait_stops_waiting_and_the_batch_is_still_in_progress(server: BatchServer) -> None:
-    config, batch = submitted(server, polls=1000)
+def test_max_wait_stops_waiting_and_the_batch_is_still_in_progress(batch_server: BatchServer) -> None:
+    config, batch = submitted(batch_server, polls=1000)
     fake = FakeTime()
     seen: list[tuple[int, float]] = []
     statuses = wait(
@@ -94,8 +82,8 @@ def test_max_wait_stops_waiting_and_the_batch_is_still_in_progress(server: Batch
     assert [w for _, w in seen] == [0.0, 1.0, 3.0, 7.0, 10.0]
 
 
-def test_batches_just_submitted_are_first_asked_after_a_second(server: BatchServer) -> None:
-    config, batch = submitted(server, polls=2)
+def test_batches_just_submitted_are_first_asked_after_a_second(batch_server: BatchServer) -> None:
+    config, batch = submitted(batch_server, polls=2)
     fake = FakeTime()
     reads: list[float] = []
     wait(
@@ -103,4 +91,4 @@ def test_batches_just_submitted_are_first_asked_after_a_second(server: BatchServ
         on_status=lambda b, status, waited: reads.append(waited),
     )  # fmt: skip
     assert fake.pauses == [1.0, 2.0, 4.0]  # three status reads, the first after 1 s
-    assert server.batches[batch.batch_id].polls == 3
+    assert batch_server.batches[batch.batch_id].polls == 3

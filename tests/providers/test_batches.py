@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
@@ -23,17 +22,8 @@ from tests.batchserver import BatchServer, Script
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-@pytest.fixture
-def server() -> Iterator[BatchServer]:
-    running = BatchServer().start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-def instance(server: BatchServer, adapter: str) -> ProviderConfig:
-    return ProviderConfig(id=f"{adapter}-1", adapter=adapter, model="m", base_url=server.url, max_retries=0)
+def instance(batch_server: BatchServer, adapter: str) -> ProviderConfig:
+    return ProviderConfig(id=f"{adapter}-1", adapter=adapter, model="m", base_url=batch_server.url, max_retries=0)
 
 
 def request(text: str, item: str) -> CompletionRequest:
@@ -61,41 +51,43 @@ async def round_trip(
 
 
 @pytest.mark.parametrize("adapter", ["openai", "anthropic"])
-def test_answers_come_back_by_custom_id_after_the_batch_was_in_progress(server: BatchServer, adapter: str) -> None:
-    server.script = Script(in_progress_polls=2)
+def test_answers_come_back_by_custom_id_after_the_batch_was_in_progress(
+    batch_server: BatchServer, adapter: str
+) -> None:
+    batch_server.script = Script(in_progress_polls=2)
     texts = {f"p{i}": f"question {i}" for i in range(12)}
-    states, answers, errors = asyncio.run(round_trip(instance(server, adapter), texts))
+    states, answers, errors = asyncio.run(round_trip(instance(batch_server, adapter), texts))
     assert states == [BatchState.IN_PROGRESS, BatchState.IN_PROGRESS, BatchState.ENDED]
     assert answers == {cid: f"answer: {text}" for cid, text in texts.items()}
     assert errors == {}
 
 
-def test_the_results_file_is_shuffled_and_still_maps_back(server: BatchServer) -> None:
+def test_the_results_file_is_shuffled_and_still_maps_back(batch_server: BatchServer) -> None:
     texts = {f"p{i}": f"q{i}" for i in range(30)}
-    asyncio.run(round_trip(instance(server, "openai"), texts))
-    batch = next(iter(server.batches.values()))
-    order = [json.loads(line)["custom_id"] for line in server.files[batch.output_file or ""].splitlines()]
+    asyncio.run(round_trip(instance(batch_server, "openai"), texts))
+    batch = next(iter(batch_server.batches.values()))
+    order = [json.loads(line)["custom_id"] for line in batch_server.files[batch.output_file or ""].splitlines()]
     assert sorted(order) == sorted(texts)
     assert order != list(texts)
 
 
-def test_openai_uploads_a_jsonl_file_with_purpose_batch_then_creates_the_batch(server: BatchServer) -> None:
-    asyncio.run(round_trip(instance(server, "openai"), {"a": "hello"}))
-    assert server.paths[:2] == ["POST /v1/files", "POST /v1/batches"]
-    uploaded = json.loads(server.files["file-000000"])
+def test_openai_uploads_a_jsonl_file_with_purpose_batch_then_creates_the_batch(batch_server: BatchServer) -> None:
+    asyncio.run(round_trip(instance(batch_server, "openai"), {"a": "hello"}))
+    assert batch_server.paths[:2] == ["POST /v1/files", "POST /v1/batches"]
+    uploaded = json.loads(batch_server.files["file-000000"])
     assert uploaded == {
         "custom_id": "a",
         "method": "POST",
         "url": "/v1/chat/completions",
         "body": {"model": "m", "messages": [{"role": "user", "content": "hello"}]},
     }
-    assert "GET /v1/files/file-000002/content" in server.paths  # the output file, read by its id
+    assert "GET /v1/files/file-000002/content" in batch_server.paths  # the output file, read by its id
 
 
 @pytest.mark.parametrize("adapter", ["openai", "anthropic"])
-def test_refused_requests_are_errors_and_the_others_answers(server: BatchServer, adapter: str) -> None:
-    server.script = Script(refuse=frozenset({"p1", "p3"}))
-    _, answers, errors = asyncio.run(round_trip(instance(server, adapter), {f"p{i}": f"q{i}" for i in range(5)}))
+def test_refused_requests_are_errors_and_the_others_answers(batch_server: BatchServer, adapter: str) -> None:
+    batch_server.script = Script(refuse=frozenset({"p1", "p3"}))
+    _, answers, errors = asyncio.run(round_trip(instance(batch_server, adapter), {f"p{i}": f"q{i}" for i in range(5)}))
     assert sorted(answers) == ["p0", "p2", "p4"]
     assert sorted(errors) == ["p1", "p3"]
     assert all("the prompt was refused" in e and f"'{adapter}-1'" in e for e in errors.values())
@@ -104,9 +96,11 @@ def test_refused_requests_are_errors_and_the_others_answers(server: BatchServer,
 @pytest.mark.parametrize(
     ("adapter", "outcome"), [("openai", "expired"), ("anthropic", "expired"), ("anthropic", "cancelled")]
 )
-def test_an_expired_or_cancelled_batch_answers_only_part(server: BatchServer, adapter: str, outcome: str) -> None:
-    server.script = Script(outcome=outcome, answered=2)
-    states, answers, errors = asyncio.run(round_trip(instance(server, adapter), {f"p{i}": f"q{i}" for i in range(5)}))
+def test_an_expired_or_cancelled_batch_answers_only_part(batch_server: BatchServer, adapter: str, outcome: str) -> None:
+    batch_server.script = Script(outcome=outcome, answered=2)
+    states, answers, errors = asyncio.run(
+        round_trip(instance(batch_server, adapter), {f"p{i}": f"q{i}" for i in range(5)})
+    )
     assert states[-1] is BatchState.ENDED
     assert sorted(answers) == ["p0", "p1"]
     if adapter == "anthropic":  # its results name every request: the others expired or were cancelled
@@ -115,11 +109,11 @@ def test_an_expired_or_cancelled_batch_answers_only_part(server: BatchServer, ad
         assert errors == {}
 
 
-def test_a_failed_openai_batch_says_why(server: BatchServer) -> None:
-    server.script = Script(outcome="failed")
+def test_a_failed_openai_batch_says_why(batch_server: BatchServer) -> None:
+    batch_server.script = Script(outcome="failed")
 
     async def status() -> str:
-        api = batch_api(instance(server, "openai"))
+        api = batch_api(instance(batch_server, "openai"))
         try:
             found = await api.status(await api.submit([api.entry("a", request("x", "a"))]))
             assert found.state is BatchState.FAILED
@@ -130,9 +124,9 @@ def test_a_failed_openai_batch_says_why(server: BatchServer) -> None:
     assert asyncio.run(status()) == "failed: the file is malformed"
 
 
-def test_results_on_another_host_are_not_fetched(server: BatchServer) -> None:
+def test_results_on_another_host_are_not_fetched(batch_server: BatchServer) -> None:
     async def fetch() -> None:
-        api = batch_api(instance(server, "anthropic"))
+        api = batch_api(instance(batch_server, "anthropic"))
         try:
             await api.client.get_bytes("http://127.0.0.2:9/v1/results", 1.0)
         finally:
