@@ -44,6 +44,20 @@ def test_migrations_from_each_earlier_version_keep_data(db_file: Path, upto: str
         assert store.con.execute("select set_id from runs where run_id = 'old-run'").fetchone() == ("old.set",)
 
 
+def test_batches_stored_before_their_phase_read_as_answers(db_file: Path) -> None:
+    from evalkit.store.batches import load_batches
+
+    with Store.open(db_file, upto="m008_provider_batches") as store:
+        store.con.execute(
+            "insert into batches (batch_id, submission_id, provider, model, adapter, state, submitted_at,"
+            " request_count, set_fingerprints, plan, custom_ids) values ('batch_1', 's1', 'oa', 'm', 'openai',"
+            " 'pending', timestamp '2026-11-01 00:00:00', 1, '{}', '{}', '{\"a\": [\"set\", \"a\", 0]}')"
+        )
+    with Store.open(db_file) as store:
+        (batch,) = load_batches(store)
+    assert (batch.batch_id, batch.phase, batch.custom_ids) == ("batch_1", "answers", {"a": ["set", "a", 0]})
+
+
 def test_a_failed_migration_leaves_nothing_half_applied(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from evalkit.store import migrations
 
