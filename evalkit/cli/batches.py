@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalkit.cli.options import (
+    GateChoice,
     batch_options,
     config_option,
     db_option,
     format_option,
+    gate_options,
     report_file_options,
-    tolerance_overrides,
 )
 from evalkit.cli.run import Outputs, check_writable, emit, exit_code, note_gate_power, say_errored, write_output
 from evalkit.report.text import printable
@@ -154,12 +155,7 @@ def _progress(item: Collected) -> str:
 @click.argument("batch_ids", nargs=-1, metavar="[BATCH_ID...]")
 @click.option("--wait", is_flag=True, help="Wait for batches still in progress (see --max-wait).")
 @batch_options
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 on a regression or a run that cannot be compared.")
-@click.option("--max-pass-rate-drop", metavar="X", help="Tolerated pass-rate drop, 0..1 (default: as submitted).")
-@click.option("--max-mean-score-drop", metavar="X", help="Tolerated mean-score drop, 0..1 (default: as submitted).")
-@click.option("--min-pass-rate", metavar="X", help="Exit 1 when the pass rate is below X, 0..1.")
-@click.option("--min-mean-score", metavar="X", help="Exit 1 when the mean score is below X, 0..1.")
-@click.option("--baselines", metavar="DIR", help="Folder of the accepted baseline files.")
+@gate_options(defaults="as submitted")
 @db_option
 @config_option
 @format_option("table", "json", "markdown")
@@ -169,12 +165,7 @@ def collect_command(
     wait: bool,
     max_wait: float | None,
     poll_interval: float | None,
-    fail_on_regression: bool,
-    max_pass_rate_drop: str | None,
-    max_mean_score_drop: str | None,
-    min_pass_rate: str | None,
-    min_mean_score: str | None,
-    baselines: str | None,
+    gate: GateChoice,
     db: str | None,
     config: str | None,
     fmt: str,
@@ -187,8 +178,6 @@ def collect_command(
     from evalkit import api
     from evalkit.config import db_path
 
-    overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
-    minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
     outputs = Outputs(fmt, output, junit, markdown)
     check_writable(output, junit, markdown, html_file)
     cfg = api.load_config(config)
@@ -198,18 +187,14 @@ def collect_command(
         sys.exit(0)
     try:
         collected = api.collect_batches(
-            cfg, batches, db=db, fail_on_regression=fail_on_regression, tolerance_overrides=overrides,
-            gate_overrides=minimums, baselines=baselines, wait=wait, poll_interval=poll_interval,
+            cfg, batches, db=db, fail_on_regression=gate.fail_on_regression, tolerance_overrides=gate.tolerances,
+            gate_overrides=gate.minimums, baselines=gate.baselines, wait=wait, poll_interval=poll_interval,
             max_wait=max_wait, on_status=StatusLines(), on_submit=say_submitted,
         )  # fmt: skip
     except KeyboardInterrupt:
         ids = " ".join(dict.fromkeys(b.batch_id for b in batches if b.state == "pending"))
         raise KeyboardInterrupt(f"the batches stay pending; collect them with `evalkit collect {ids}`") from None
-    gate_asked = (
-        fail_on_regression
-        or bool(minimums)
-        or any(b.plan.get("fail_on_regression") or b.plan.get("gate_overrides") for b in batches)
-    )
+    gate_asked = gate.asked or any(b.plan.get("fail_on_regression") or b.plan.get("gate_overrides") for b in batches)
     sys.exit(
         report_collected(collected, cfg, outputs, html_file, db=db_path(cfg, db), waited=wait, gate_asked=gate_asked)
     )

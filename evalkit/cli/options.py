@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -118,3 +120,57 @@ def report_file_options(command: F) -> F:
     )):  # fmt: skip
         command = option(command)
     return command
+
+
+@dataclass(frozen=True, slots=True)
+class GateChoice:
+    """The gate options of run, gate and collect, checked (README "Baselines and regressions")."""
+
+    fail_on_regression: bool
+    tolerances: dict[str, Decimal]  # --max-pass-rate-drop, --max-mean-score-drop given
+    minimums: dict[str, Decimal]  # --min-pass-rate, --min-mean-score given
+    baselines: str | None
+
+    @property
+    def asked(self) -> bool:
+        """Whether a gate was asked for on the command line."""
+        return self.fail_on_regression or bool(self.minimums)
+
+
+def gate_options(defaults: str | None = None) -> Callable[[F], F]:
+    """``--fail-on-regression``, the tolerance and minimum options and ``--baselines``, handed to
+    the command as one checked ``gate: GateChoice``. ``defaults`` says where an option not given
+    comes from (default: the set's); ``--baselines`` defaults to evalkit.yaml's ``baselines:``."""
+    drops = f"default: {defaults}" if defaults else "default 0.1 or the set's"
+    minimum = f"default: {defaults}" if defaults else "default: the set's gate:"
+    options = (
+        click.option("--fail-on-regression", is_flag=True, help="Exit 1 on a regression or a run that cannot be compared."),
+        click.option("--max-pass-rate-drop", metavar="X", help=f"Tolerated pass-rate drop, 0..1 ({drops})."),
+        click.option("--max-mean-score-drop", metavar="X", help=f"Tolerated mean-score drop, 0..1 ({drops})."),
+        click.option("--min-pass-rate", metavar="X", help=f"Exit 1 when the pass rate is below X, 0..1 ({minimum})."),
+        click.option("--min-mean-score", metavar="X", help=f"Exit 1 when the mean score is below X, 0..1 ({minimum})."),
+        click.option("--baselines", metavar="DIR", help="Folder of the accepted baseline files (default: baselines: in evalkit.yaml, else baselines/)."),
+    )  # fmt: skip
+
+    def decorate(command: F) -> F:
+        @functools.wraps(command)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            kwargs["gate"] = GateChoice(
+                kwargs.pop("fail_on_regression"),
+                tolerance_overrides(
+                    max_pass_rate_drop=kwargs.pop("max_pass_rate_drop"),
+                    max_mean_score_drop=kwargs.pop("max_mean_score_drop"),
+                ),
+                tolerance_overrides(
+                    min_pass_rate=kwargs.pop("min_pass_rate"), min_mean_score=kwargs.pop("min_mean_score")
+                ),
+                kwargs.pop("baselines"),
+            )
+            return command(*args, **kwargs)
+
+        wrapped: Any = checked
+        for option in reversed(options):
+            wrapped = option(wrapped)
+        return wrapped  # type: ignore[no-any-return]
+
+    return decorate

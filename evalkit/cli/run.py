@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evalkit.cli.options import (
+    GateChoice,
     batch_options,
     config_option,
     db_option,
     fancy_progress,
     format_option,
+    gate_options,
     report_file_options,
     stderr_console,
     stdout_console,
-    tolerance_overrides,
 )
 from evalkit.errors import InputError, RunsNotStored
 from evalkit.memory import loading
@@ -42,19 +43,7 @@ if TYPE_CHECKING:
 @click.option("--model", metavar="ALIAS", help="Model alias to send (overrides the instance's model).")
 @click.option("--grader", default="deterministic", show_default=True, help="deterministic | decision.")
 @click.option("--judge", metavar="ID", help="Provider instance of the decision grader (default: decision.provider).")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 on a regression or a run that cannot be compared.")
-@click.option("--max-pass-rate-drop", metavar="X", help="Tolerated pass-rate drop, 0..1 (default 0.1 or the set's).")
-@click.option("--max-mean-score-drop", metavar="X", help="Tolerated mean-score drop, 0..1 (default 0.1 or the set's).")
-@click.option(
-    "--min-pass-rate", metavar="X", help="Exit 1 when the pass rate is below X, 0..1 (default: the set's gate:)."
-)
-@click.option(
-    "--min-mean-score", metavar="X", help="Exit 1 when the mean score is below X, 0..1 (default: the set's gate:)."
-)
-@click.option(
-    "--baselines", metavar="DIR",
-    help="Folder of the accepted baseline files (default: baselines: in evalkit.yaml, else baselines/).",
-)  # fmt: skip
+@gate_options()
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
@@ -94,12 +83,7 @@ def run_command(
     model: str | None,
     grader: str,
     judge: str | None,
-    fail_on_regression: bool,
-    max_pass_rate_drop: str | None,
-    max_mean_score_drop: str | None,
-    min_pass_rate: str | None,
-    min_mean_score: str | None,
-    baselines: str | None,
+    gate: GateChoice,
     concurrency: int | None,
     no_cache: bool,
     repeats: int,
@@ -123,8 +107,6 @@ def run_command(
 
     if not batch and (no_wait or max_wait is not None or poll_interval is not None):
         raise click.UsageError("--no-wait, --max-wait and --poll-interval go with --batch")
-    overrides = tolerance_overrides(max_pass_rate_drop=max_pass_rate_drop, max_mean_score_drop=max_mean_score_drop)
-    minimums = tolerance_overrides(min_pass_rate=min_pass_rate, min_mean_score=min_mean_score)
     outputs = Outputs(fmt, output, junit, markdown)
     if shard is not None and html_file:
         from evalkit.pipeline.shards import GATE_POINTER  # the pipeline's import waits for a run
@@ -137,9 +119,9 @@ def run_command(
         sets = api.load_prompt_sets(targets, cfg)
         plan = api.plan_run(
             sets, cfg, provider=providers or None, model=model, grader=grader_name, judge=judge, db=db,
-            use_cache=not no_cache, concurrency=concurrency, tolerance_overrides=overrides,
-            fail_on_regression=fail_on_regression, repeats=repeats, significance=significance,
-            gate_overrides=minimums, baselines=baselines, shard=shard, run_group=run_group,
+            use_cache=not no_cache, concurrency=concurrency, tolerance_overrides=gate.tolerances,
+            fail_on_regression=gate.fail_on_regression, repeats=repeats, significance=significance,
+            gate_overrides=gate.minimums, baselines=gate.baselines, shard=shard, run_group=run_group,
         )  # fmt: skip
     announce(plan)
     note_concurrency(plan)
@@ -151,7 +133,7 @@ def run_command(
         if code is not None:
             sys.exit(code)
     runs = carried_out(plan, cfg, outputs, html_file)
-    if fail_on_regression:
+    if gate.fail_on_regression:
         note_gate_power(runs)
     reported(runs, plan, cfg, outputs, html_file)
     code = exit_code(runs)
