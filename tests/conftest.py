@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ from click.testing import CliRunner
 
 from evalkit.config import LOCAL_MODEL_INSTALL, LOCAL_RUNTIME_INSTALL
 from tests.batchserver import BatchServer
-from tests.fakeserver import FakeServer
+from tests.fakeserver import FakeServer, serving
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,11 +66,8 @@ def batch_server() -> Iterator[BatchServer]:
 
 @pytest.fixture
 def fake_llm() -> Iterator[FakeServer]:
-    server = FakeServer().start()
-    try:
+    with serving() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @dataclass
@@ -127,33 +126,46 @@ def fake_config(isolated: Path, fake_llm: FakeServer) -> Path:
     )
 
 
-def wrong_answers(isolated: Path, fake_llm: FakeServer, set_file: str, set_text: str) -> FakeServer:
-    """A set file and evalkit.yaml with one openai instance 'fake' (alias-1, no retries) on the
-    loopback server, which answers 'right' (reporting model-1) except to the prompts whose last
-    word is a number in ``fake_llm.wrong``."""
-    from tests.fakeserver import last_user_message, openai_reply
+def wrong_answers(
+    isolated: Path, fake_llm: FakeServer, set_file: str, set_text: str, *, instances: tuple[str, ...] = ("fake",)
+) -> FakeServer:
+    """A set file and evalkit.yaml with openai instances ``instances`` (each alias-1, no retries;
+    the first the default) on the loopback server, which answers 'right', reporting
+    ``fake_llm.model`` (model-1 unless a test changes it), except to the prompts whose last word
+    is a number in ``fake_llm.wrong`` ('wrong') or in ``fake_llm.broken`` (HTTP 500)."""
+    from tests.fakeserver import Reply, last_user_message, openai_reply
 
     write(isolated / set_file, set_text)
-    write(
-        isolated / "evalkit.yaml",
-        f"""
-        default_provider: fake
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {fake_llm.url}/v1
-            model: alias-1
-            max_retries: 0
-        """,
+    blocks = "".join(
+        f"  - id: {name}\n    adapter: openai\n    base_url: {fake_llm.url}/v1\n    model: alias-1\n    max_retries: 0\n"
+        for name in instances
     )
+    (isolated / "evalkit.yaml").write_text(f"default_provider: {instances[0]}\nproviders:\n{blocks}", encoding="utf-8")
+    fake_llm.model = "model-1"
     fake_llm.wrong = set()  # type: ignore[attr-defined]
+    fake_llm.broken = set()  # type: ignore[attr-defined]
 
     def answer(request: Any) -> Any:
         index = int(last_user_message(request).split()[-1])
-        return openai_reply("wrong" if index in fake_llm.wrong else "right", model="model-1")  # type: ignore[attr-defined]
+        if index in fake_llm.broken:  # type: ignore[attr-defined]
+            return Reply(status=500, body=b"{}")
+        return openai_reply("wrong" if index in fake_llm.wrong else "right", model=fake_llm.model)  # type: ignore[attr-defined]
 
     fake_llm.handler = answer
     return fake_llm
+
+
+def evalkit_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m evalkit *args`` in a process of its own, in this test's environment (and ``env``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "evalkit", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def model_installed() -> bool:

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -234,3 +234,15 @@ class FakeServer:
     @property
     def calls(self) -> int:
         return len(self.requests)
+
+
+@contextlib.contextmanager
+def serving(handler: Callable[[Recorded], Reply] | None = None) -> Iterator[FakeServer]:
+    """A server answering by ``handler`` (None: the default echo), started for the block and
+    stopped after it."""
+    server = FakeServer().start()
+    server.handler = handler
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -150,7 +150,9 @@ def test_local_adapter_sends_the_whole_conversation_to_llama_cpp(
     # completions alike): what the local adapter sends is what the recorded body shows.
     model = isolated / "tiny.gguf"
     model.write_bytes(b"GGUF not really a model")
-    monkeypatch.setattr("evalkit.providers.local.start_server", lambda config, path: (object(), fake_llm.url))
+    monkeypatch.setattr(
+        "evalkit.providers.local.start_server", lambda config, path, embedding: (object(), fake_llm.url)
+    )
     config = ProviderConfig(id="cpu", adapter="local", model="tiny", model_path=model, max_retries=0)
     prompt_set = conversation(*TURNS, ("assistant", "Your name is Ada."), ("user", "Spell it."))
 

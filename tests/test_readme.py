@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
+from tests.conftest import evalkit_process as local_evalkit
 from tests.factories import fake_project, run_json
 from tests.fakeserver import FakeServer
 
@@ -121,12 +122,6 @@ def test_readme_queries_the_database_with_what_pip_installs(
     assert out.returncode == 0, out.stderr
     assert "hour.one" in out.stdout
     assert "pass_rate" in out.stdout
-
-
-def local_evalkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
-    )
 
 
 @pytest.mark.model

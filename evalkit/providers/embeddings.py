@@ -2,7 +2,7 @@
 
 Two adapters embed: ``openai`` (any OpenAI-compatible ``POST {base_url}/embeddings``) and
 ``local`` (the embedded model: llama.cpp's server started in its embedding mode on loopback,
-``local.start_server``). Both speak one wire format, ``{"model", "input": [...]}`` answered by
+``local.LocalServer``). Both speak one wire format, ``{"model", "input": [...]}`` answered by
 ``data[i].embedding``, ``model`` and ``usage.prompt_tokens``, through the instance's JSON client
 (``http.provider_client``): its key, headers, timeout, retries, concurrency, proxy and
 response-size limit, exactly as its chat calls. Up to ``MAX_BATCH`` texts go in one request;
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalkit.config import EMBEDDING_ADAPTERS, OPENAI_DEFAULT_URL, ProviderConfig
-from evalkit.errors import EmbeddingError, InputError, ModelMissingError, ProviderError, ProviderRefused
+from evalkit.errors import EmbeddingError, InputError, ProviderError, ProviderRefused
 from evalkit.providers.http import body_error, provider_client
 from evalkit.records import Embeddings, Usage
 
@@ -175,45 +175,25 @@ class LocalEmbeddings:
 
     def __init__(self, config: ProviderConfig) -> None:
         from evalkit.providers import default_alias
-        from evalkit.providers.local import model_file, model_id
+        from evalkit.providers.local import LocalServer, model_file, model_id
 
         self.instance_id = config.id
         self.config = config
         self.model = default_alias(config)
         self.path: Path = model_file(config)
         self.reported_model = model_id(self.path)
-        self._server: Any = None
-        self._client: OpenAIEmbeddings | None = None
-        self._lock = asyncio.Lock()
-        self._failed: EmbeddingError | None = None
-
-    async def _started(self) -> OpenAIEmbeddings:
-        from evalkit.providers.local import start_server, wait_ready
-
-        async with self._lock:
-            if self._failed is not None:
-                raise self._failed
-            if self._client is None:
-                try:
-                    self._server, address = await asyncio.to_thread(
-                        start_server, self.config, self.path, embedding=True
-                    )
-                    await wait_ready(address)
-                except (ProviderError, ModelMissingError) as exc:  # not once per item: no later call would start it
-                    self._failed = EmbeddingError(str(exc), refused=True)
-                    raise self._failed from exc
-                local = replace(self.config, api_key_env=None, max_concurrency=1)
-                self._client = OpenAIEmbeddings(local, base_url=f"{address}/v1", adapter="local", model=self.model)
-            return self._client
+        self.server = LocalServer(
+            config,
+            self.path,
+            lambda local, base: OpenAIEmbeddings(local, base_url=base, adapter="local", model=self.model),
+            lambda message: EmbeddingError(message, refused=True),  # no later call would start it
+            embedding=True,
+        )
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:
-        answered = await (await self._started()).embed(texts)
+        answered = await (await self.server.client()).embed(texts)
         # the model file is the model (its name and hash), whatever the server calls it
         return replace(answered, reported_model=self.reported_model)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-        server, self._server = self._server, None
-        del server  # dropping the last reference stops llama.cpp's server thread
+        await self.server.aclose()

@@ -5,6 +5,8 @@ loaded, and spoken to through the same OpenAI client as any remote endpoint, so 
 retries and serving records have one code path. The reported model is derived from the model
 file (name plus a content-hash prefix), so baselines are per model file, not per path. The
 server stops when the provider is closed: at the end of a run, on errors and on Ctrl-C.
+``LocalServer`` starts it and builds the client, for this adapter and for the local embeddings
+(``embeddings.LocalEmbeddings``) alike.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import hashlib
 import importlib.util
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from evalkit.config import LOCAL_MODEL_INSTALL as MODEL_INSTALL
 from evalkit.config import LOCAL_RUNTIME_INSTALL as RUNTIME_INSTALL
@@ -145,6 +148,69 @@ async def wait_ready(base: str, timeout_s: float = READY_TIMEOUT_S) -> None:
         await asyncio.sleep(0.05)
 
 
+class _Closing(Protocol):
+    async def aclose(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closing)
+
+
+class LocalServer(Generic[C]):
+    """One instance's in-process llama.cpp server, started on first use (once, under a lock),
+    with the OpenAI-compatible client ``connect`` builds on its ``/v1`` address; the chat
+    adapter's and the embeddings' (``embedding``: llama.cpp's embedding mode). A server that did
+    not start fails every later use with the one error ``refusal`` made of it; ``aclose`` stops
+    it."""
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        path: Path,
+        connect: Callable[[ProviderConfig, str], C],
+        refusal: Callable[[str], ProviderError],
+        *,
+        embedding: bool = False,
+    ) -> None:
+        self.config = config
+        self.path = path
+        self.address: str | None = None  # http://127.0.0.1:PORT while the server runs
+        self._connect = connect
+        self._refusal = refusal
+        self._embedding = embedding
+        self._server: Any = None
+        self._client: C | None = None
+        self._lock = asyncio.Lock()
+        self._failed: ProviderError | None = None
+
+    async def client(self) -> C:
+        async with self._lock:
+            if self._failed is not None:
+                raise self._failed
+            if self._client is None:
+                try:
+                    self._server, address = await asyncio.to_thread(
+                        start_server, self.config, self.path, embedding=self._embedding
+                    )
+                    self.address = address
+                    await wait_ready(address)
+                except (ProviderError, ModelMissingError) as exc:
+                    # Not once per item: a server that did not start aborts the run.
+                    self._failed = self._refusal(str(exc))
+                    raise self._failed from exc
+                # llama.cpp serves one request at a time (n_parallel=1): queue here, not in its
+                # server, so a latency measures the model and not the queue.
+                local = replace(self.config, api_key_env=None, max_concurrency=1)
+                self._client = self._connect(local, f"{address}/v1")
+            return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        server, self._server = self._server, None
+        del server  # dropping the last reference stops llama.cpp's server thread
+
+
 class LocalProvider:
     """Owns an in-process llama.cpp server; requests go through ``OpenAIProvider``."""
 
@@ -155,41 +221,24 @@ class LocalProvider:
         self.config = config
         self.path = model_file(config)
         self.reported_model = model_id(self.path)
-        self.address: str | None = None  # http://127.0.0.1:PORT while the server runs
-        self._server: Any = None
-        self._client: OpenAIProvider | None = None
-        self._lock = asyncio.Lock()
-        self._failed: ProviderRefused | None = None
+        self.server = LocalServer(
+            config,
+            self.path,
+            lambda local, base: OpenAIProvider(local, base_url=base, adapter="local"),
+            ProviderRefused,
+        )
 
-    async def _ensure_started(self) -> OpenAIProvider:
-        async with self._lock:
-            if self._failed is not None:
-                raise self._failed
-            if self._client is None:
-                try:
-                    self._server, address = await asyncio.to_thread(start_server, self.config, self.path)
-                    self.address = address
-                    await wait_ready(address)
-                except (ProviderError, ModelMissingError) as exc:
-                    # Not once per item: a server that did not start aborts the run.
-                    self._failed = ProviderRefused(str(exc))
-                    raise self._failed from exc
-                # llama.cpp serves one request at a time (n_parallel=1): queue here, not in its
-                # server, so a latency measures the model and not the queue.
-                client_config = replace(self.config, api_key_env=None, max_concurrency=1)
-                self._client = OpenAIProvider(client_config, base_url=f"{address}/v1", adapter="local")
-            return self._client
+    @property
+    def address(self) -> str | None:
+        """http://127.0.0.1:PORT while the server runs."""
+        return self.server.address
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        client = await self._ensure_started()
+        client = await self.server.client()
         params = {"temperature": self.config.temperature, "seed": self.config.seed, **request.params}
         completion = await client.complete(replace(request, params=params))
         serving = ServingRecord(self.instance_id, request.model, self.reported_model)
         return replace(completion, serving=serving)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-        server, self._server = self._server, None
-        del server  # dropping the last reference stops llama.cpp's server thread
+        await self.server.aclose()

@@ -1,12 +1,14 @@
 """Pending provider batches (README "Batches", "Database schema"): written at submit (the
 answers' batches) and when the answers are in (the judge's), read by ``evalkit collect``, marked
-collected in the same session that stores their runs."""
+collected in the same session that stores their runs, and folded in by ``evalkit merge`` (README
+"One history for a team: merge and export")."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from evalkit.records import PendingBatch
 from evalkit.records.batches import PHASE_ANSWERS
@@ -18,6 +20,9 @@ COLUMNS = (
 )  # fmt: skip
 PENDING = "pending"
 COLLECTED = "collected"
+# what collecting changes; the rest is the submission, the same in every copy of a batch
+OUTCOME = ("state", "collected_at", "run_ids")
+SUBMITTED = tuple(c for c in COLUMNS if c not in OUTCOME)
 
 
 def _naive(moment: str) -> datetime:
@@ -64,6 +69,46 @@ def mark_collected(store: Store, submission_id: str, run_ids: Sequence[str]) -> 
             "update batches set state = $1, collected_at = $2, run_ids = $3 where submission_id = $4",
             [COLLECTED, datetime.now(UTC).replace(tzinfo=None), json.dumps(list(run_ids)), submission_id],
         )
+
+
+def source_checks(alias: str) -> tuple[tuple[str, str], ...]:
+    """What ``evalkit merge`` checks of a source's batches (attached as ``alias``), besides reading
+    every block: each query finds a first fault, said by its sentence."""
+    return (
+        (
+            f"select batch_id from {alias}.batches group by batch_id having count(*) > 1 limit 1",
+            "batch {0} twice (a batch id names one provider batch)",
+        ),
+        (
+            f"select batch_id, state from {alias}.batches where state not in ('{PENDING}', '{COLLECTED}') limit 1",
+            "batch {0} in an unknown state {1!r} (evalkit writes pending and collected batches)",
+        ),
+        (
+            f"select batch_id from {alias}.batches where state = '{COLLECTED}' "
+            "and (collected_at is null or coalesce(json_array_length(run_ids), 0) = 0) limit 1",
+            "batch {0} marked collected without the runs its collect stored",
+        ),
+    )
+
+
+def fold_batches(con: Any, alias: str) -> int:
+    """Inside ``evalkit merge``'s transaction: the batches of the source ``alias`` not held here, and
+    the collected copy of a batch still pending here (collected wins: it names the runs its
+    collect stored, which the merge brings along; a batch collected here stays as it is). The
+    number of batches added or marked collected."""
+    listed = ", ".join(COLUMNS)
+    new = f"select {listed} from {alias}.batches where batch_id not in (select batch_id from main.batches)"
+    # the source's collected batches that are pending here
+    won = f"select s.* from {alias}.batches s join main.batches b using (batch_id) where b.state = $1 and s.state = $2"
+    added = con.execute(f"select count(*) from ({new})").fetchone()[0]
+    marked = con.execute(f"select count(*) from ({won})", [PENDING, COLLECTED]).fetchone()[0]
+    con.execute(f"insert into batches ({listed}) {new}")
+    con.execute(
+        f"update batches set {', '.join(f'{c} = w.{c}' for c in OUTCOME)} from ({won}) w "
+        "where batches.batch_id = w.batch_id",
+        [PENDING, COLLECTED],
+    )
+    return int(added) + int(marked)
 
 
 def _batch(row: Sequence[object]) -> PendingBatch:

@@ -8,17 +8,19 @@ checked whole before anything is written, and every fault it has is named as its
 2. attached read-only where it lies (its path a query parameter, never quoted into SQL); an
    older schema alone makes it copied aside (checked first against the free space there) and
    migrated on the copy, never on the user's file;
-3. its tables: ``runs``, ``results`` and ``cache`` with this database's columns and types;
+3. its tables: ``runs``, ``results``, ``cache`` and ``batches`` with this database's columns and
+   types;
 4. its rows, as strictly as a run's own writes: every block read once (a damaged one is found
    here, and named as the source's), set ids that are set ids, known kinds, each item once, no
-   item without its run;
-5. against this database: a run id present here with other content, or in two sources with
-   different content, is refused (exit 2, nothing written).
+   item without its run, each batch once in a known state;
+5. against this database: a run id (or a provider batch id) present here with other content, or
+   in two sources with different content, is refused (exit 2, nothing written).
 
 Then each source is folded in one transaction: its runs that are not here yet, with their items
 (rows as the source stored them: a run kept at privacy ``none`` has no items here either), and
-the accepted marks of runs present in both. The cache comes along only when asked
-(``with_cache``), never replacing an entry held here.
+the accepted marks of runs present in both; its provider batches not held here, and the
+collected copy of a batch still pending here (``store.batches.fold_batches``). The cache comes
+along only when asked (``with_cache``), never replacing an entry held here.
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ from typing import Any
 
 from evalkit.errors import InputError, StoreError
 from evalkit.records import SET_ID
+from evalkit.store.batches import SUBMITTED, fold_batches, source_checks
 from evalkit.store.migrations import MIGRATION_TABLE, MIGRATIONS
 from evalkit.store.store import Store, _damaged, _foreign_file, _is_lock_error
 
 # what may differ between two copies of one run: when (and whether) each database accepted it
 MARKS = ("accepted_at",)
-TABLES = ("runs", "results", "cache")
+TABLES = ("runs", "results", "cache", "batches")
 KINDS = ("prompts", "retrieval")
 # room left beside a copy aside: an older source is copied only when this much stays free
 COPY_HEADROOM_BYTES = 64 * 1024 * 1024
@@ -52,10 +55,11 @@ class Merged:
     skipped: int
     items: int
     cache_entries: int
+    batches: int  # provider batches added, or marked collected
 
     def as_dict(self) -> dict[str, object]:
         return {"source": self.source, "added": self.added, "skipped": self.skipped, "items": self.items,
-                "cache_entries": self.cache_entries}  # fmt: skip
+                "cache_entries": self.cache_entries, "batches": self.batches}  # fmt: skip
 
 
 def merge(store: Store, sources: Sequence[Path], *, with_cache: bool = False) -> list[Merged]:
@@ -193,7 +197,7 @@ def _typed_columns(store: Store, database: str | None, table: str) -> list[tuple
 
 
 def _check_tables(store: Store, source: Path, alias: str, columns: dict[str, list[str]]) -> None:
-    """The source holds runs, results and cache with this database's columns and types."""
+    """The source holds runs, results, cache and batches with this database's columns and types."""
     for table in TABLES:
         own = dict(_typed_columns(store, None, table))
         theirs = dict(_typed_columns(store, alias, table))
@@ -217,9 +221,7 @@ def _check_rows(store: Store, source: Path, alias: str) -> None:
 
     pattern = SET_ID.pattern
     checks = (
-        (f"select sum(hash(t)) from {alias}.runs t", None),  # reads every column of every block
-        (f"select sum(hash(t)) from {alias}.results t", None),
-        (f"select sum(hash(t)) from {alias}.cache t", None),
+        *((f"select sum(hash(t)) from {alias}.{table} t", None) for table in TABLES),  # every block read
         (
             f"select set_id from {alias}.runs where not regexp_full_match(set_id, $1) limit 1",
             "a run whose set id {0!r} is not a set id (lowercase letters, digits, _ and dots)",
@@ -237,6 +239,7 @@ def _check_rows(store: Store, source: Path, alias: str) -> None:
             f"select run_id from {alias}.results where run_id not in (select run_id from {alias}.runs) limit 1",
             "items of run {0}, which it does not hold",
         ),
+        *source_checks(alias),
     )
     for sql, found in checks:
         try:
@@ -249,46 +252,47 @@ def _check_rows(store: Store, source: Path, alias: str) -> None:
 
 
 def _refuse_conflicts(store: Store, sources: Sequence[Path], aliases: list[str], columns: dict[str, list[str]]) -> None:
-    """A run id held here (or by an earlier source) with other content: exit 2, nothing written."""
-    content = ", ".join(c for c in columns["runs"] if c not in MARKS)
-    items = ", ".join(columns["results"])
+    """A run id or a batch id held here (or by an earlier source) with other content: exit 2,
+    nothing written."""
+    identities = (
+        # a run: its row but for its marks, and its items
+        ("run", "run_id", {"runs": [c for c in columns["runs"] if c not in MARKS], "results": columns["results"]}),
+        # a provider batch: its submission (a pending and a collected copy are one batch)
+        ("batch", "batch_id", {"batches": list(SUBMITTED)}),
+    )
     held = ["main", *aliases]
-    ids = {name: {r[0] for r in store.con.execute(f"select run_id from {name}.runs").fetchall()} for name in held}
-    for position, alias in enumerate(aliases, start=1):
-        for other in held[:position]:
-            if not ids[alias] & ids[other]:  # the usual case (another runner's runs): nothing to compare
-                continue
-            shared = f"(select run_id from {alias}.runs intersect select run_id from {other}.runs)"
-            differing = store.con.execute(
-                f"""
-                select run_id from (
-                    (select {content} from {alias}.runs where run_id in {shared}
-                     except select {content} from {other}.runs where run_id in {shared})
-                    union all
-                    (select {content} from {other}.runs where run_id in {shared}
-                     except select {content} from {alias}.runs where run_id in {shared})
-                )
-                union
-                select run_id from (
-                    (select {items} from {alias}.results where run_id in {shared}
-                     except all select {items} from {other}.results where run_id in {shared})
-                    union all
-                    (select {items} from {other}.results where run_id in {shared}
-                     except all select {items} from {alias}.results where run_id in {shared})
-                )
-                order by run_id limit 1
-                """
-            ).fetchone()
-            if differing:
-                where = "this database" if other == "main" else str(sources[held.index(other) - 1])
-                raise InputError(
-                    f"{sources[position - 1]}: run {differing[0]} is also in {where} with other content; "
-                    "nothing was merged (a run id names one run: remove one of the two copies first)"
-                )
+    for what, key, compared in identities:
+        owner = next(iter(compared))
+        ids = {name: {r[0] for r in store.con.execute(f"select {key} from {name}.{owner}").fetchall()} for name in held}
+        for position, alias in enumerate(aliases, start=1):
+            for other in held[:position]:
+                if not ids[alias] & ids[other]:  # the usual case (another runner's runs): nothing to compare
+                    continue
+                differing = _differing(store, key, compared, alias, other)
+                if differing:
+                    where = "this database" if other == "main" else str(sources[held.index(other) - 1])
+                    raise InputError(
+                        f"{sources[position - 1]}: {what} {differing} is also in {where} with other content; "
+                        f"nothing was merged (a {what} id names one {what}: remove one of the two copies first)"
+                    )
+
+
+def _differing(store: Store, key: str, compared: dict[str, list[str]], alias: str, other: str) -> str | None:
+    """The first ``key`` held by both ``alias`` and ``other`` whose rows in ``compared`` (table ->
+    columns; the first table holds the keys) differ."""
+    owner = next(iter(compared))
+    shared = f"(select {key} from {alias}.{owner} intersect select {key} from {other}.{owner})"
+    differences = []
+    for table, listed in compared.items():
+        select = f"select {', '.join(listed)} from {{}}.{table} where {key} in {shared}"
+        mine, theirs = select.format(alias), select.format(other)
+        differences.append(f"select {key} from (({mine} except all {theirs}) union all ({theirs} except all {mine}))")
+    row = store.con.execute(" union ".join(differences) + f" order by {key} limit 1").fetchone()
+    return str(row[0]) if row else None
 
 
 def _fold(store: Store, source: Path, alias: str, columns: dict[str, list[str]], with_cache: bool) -> Merged:
-    runs, results, cache = (", ".join(columns[t]) for t in TABLES)
+    runs, results, cache = (", ".join(columns[t]) for t in ("runs", "results", "cache"))
     new = f"(select run_id from {alias}.runs except select run_id from main.runs)"
     with store.transaction() as con:
         total = _count(con, f"select count(*) from {alias}.runs")
@@ -306,7 +310,8 @@ def _fold(store: Store, source: Path, alias: str, columns: dict[str, list[str]],
             fresh = f"select {cache} from {alias}.cache where key not in (select key from main.cache)"
             entries = _count(con, f"select count(*) from ({fresh})")
             con.execute(f"insert into cache ({cache}) {fresh}")
-    return Merged(str(source), added, total - added, items, entries)
+        batches = fold_batches(con, alias)
+    return Merged(str(source), added, total - added, items, entries, batches)
 
 
 def _count(con: Any, sql: str, params: Sequence[object] = ()) -> int:

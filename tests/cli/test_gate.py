@@ -8,42 +8,20 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import write
-from tests.fakeserver import FakeServer, Recorded, openai_reply
+from tests.conftest import wrong_answers
+from tests.fakeserver import FakeServer, Recorded
 
 TEN = "\n".join(f"  - {{id: q{i}, prompt: 'question {i}', assertions: [{{contains: right}}]}}" for i in range(10))
 
 
 @pytest.fixture
 def project(isolated: Path, fake_llm: FakeServer) -> FakeServer:
-    """A ten-prompt set on the fake server; ``fake_llm.wrong`` says which prompts fail."""
-    write(isolated / "sets/ten.yaml", f"id: gate.ten\nname: Ten\nprompts:\n{TEN}\n")
-    write(
-        isolated / "evalkit.yaml",
-        f"""
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {fake_llm.url}/v1
-            model: alias-1
-            max_retries: 0
-          - id: fake2
-            adapter: openai
-            base_url: {fake_llm.url}/v1
-            model: alias-1
-            max_retries: 0
-        default_provider: fake
-        """,
+    """A ten-prompt set on the fake server, instances fake and fake2; ``fake_llm.wrong`` says which prompts fail."""
+    project = wrong_answers(
+        isolated, fake_llm, "sets/ten.yaml", f"id: gate.ten\nname: Ten\nprompts:\n{TEN}\n", instances=("fake", "fake2")
     )
-    fake_llm.wrong = set()  # type: ignore[attr-defined]
-
-    def answer(request: Recorded) -> openai_reply:
-        text = request.json["messages"][-1]["content"]
-        index = int(text.split()[-1])
-        return openai_reply("wrong" if index in fake_llm.wrong else "right", model=fake_llm.model)  # type: ignore[attr-defined]
-
-    fake_llm.handler = answer
-    return fake_llm
+    project.model = "fake-model-1"  # the reported model the tables below name
+    return project
 
 
 def run_json(cli, *args: str):
@@ -165,9 +143,9 @@ def test_scope_other_runs_never_hide_the_baseline(cli, project: FakeServer) -> N
     _, base = run_json(cli)
     run_json(cli, "--provider", "fake2")  # another instance
     run_json(cli, "--model", "alias-2")  # another alias
-    project.model = "fake-model-2"
+    reported, project.model = project.model, "fake-model-2"
     run_json(cli)  # another reported model
-    project.model = "fake-model-1"
+    project.model = reported
     project.wrong = {0}
     _, doc = run_json(cli)
     assert doc["comparison"]["state"] == "compared"

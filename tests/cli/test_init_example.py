@@ -6,12 +6,12 @@ tests/e2e/test_local_model.py), and fails wrong ones. The answers come through t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.conftest import evalkit_process as local_evalkit
 
 TERSE = {"capital-of-france": "Paris", "two-plus-two": "4", "json-object": '{"ok": true}'}
 # what SmolLM2-135M answers at temperature 0: a sentence, an equation, indented JSON
@@ -105,12 +105,6 @@ def test_a_folder_run_of_the_init_project_runs_both_examples(cli: Any, write_fil
 
 
 # --- the example set on the local model ------------------------------------------------------------
-
-
-def local_evalkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evalkit", *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
-    )
 
 
 @pytest.mark.model

@@ -12,8 +12,8 @@ import duckdb
 import pytest
 
 from evalkit.pipeline.shards import shard_of
-from tests.conftest import write
-from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply
+from tests.conftest import write, wrong_answers
+from tests.fakeserver import FakeServer
 
 pytestmark = pytest.mark.slow
 
@@ -34,30 +34,7 @@ def project(isolated: Path, fake_llm: FakeServer, monkeypatch: pytest.MonkeyPatc
     """A twelve-prompt set on the fake server; ``wrong`` prompts fail, ``broken`` ones error."""
     for var in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "CI_PIPELINE_ID"):
         monkeypatch.delenv(var, raising=False)
-    write(isolated / "sets/twelve.yaml", twelve())
-    write(
-        isolated / "evalkit.yaml",
-        f"""
-        providers:
-          - id: fake
-            adapter: openai
-            base_url: {fake_llm.url}/v1
-            model: alias-1
-            max_retries: 0
-        default_provider: fake
-        """,
-    )
-    fake_llm.wrong = set()  # type: ignore[attr-defined]
-    fake_llm.broken = set()  # type: ignore[attr-defined]
-
-    def answer(request: Recorded) -> Reply:
-        index = int(request.json["messages"][-1]["content"].split()[-1])
-        if index in fake_llm.broken:  # type: ignore[attr-defined]
-            return Reply(status=500, body=b"{}")
-        return openai_reply("wrong" if index in fake_llm.wrong else "right", model="model-1")  # type: ignore[attr-defined]
-
-    fake_llm.handler = answer
-    return fake_llm
+    return wrong_answers(isolated, fake_llm, "sets/twelve.yaml", twelve())
 
 
 def shard(cli: Any, spec: str, *extra: str, group: str = "g1") -> tuple[int, Any, str]:

@@ -27,15 +27,15 @@ from ruamel.yaml import YAML
 from tests.conftest import REPO, write
 from tests.e2e.test_ci_workflow import (
     CAPITALS,
-    GOOD_SYSTEM,
     WORSE_SYSTEM,
     WRONG_IN_FRENCH,
     Repo,
     answer,
+    capitals_origin,
     capitals_set,
     git,
 )
-from tests.fakeserver import FakeServer
+from tests.fakeserver import FakeServer, serving
 
 pytestmark = pytest.mark.slow
 
@@ -128,40 +128,15 @@ def junit_failures(clone: Path) -> dict[str, str]:
 
 @pytest.fixture
 def model_server() -> Iterator[FakeServer]:
-    server = FakeServer()
-    server.handler = answer
-    server.start()
-    try:
+    with serving(answer) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def runner(tmp_path: Path, model_server: FakeServer, shim: Path) -> Runner:
     """Origin with main holding evalkit.yaml, sets/capitals.yaml and .gitignore."""
-    repo = Repo(tmp_path / "git")
-    dev = tmp_path / "git" / "dev"
-    git("init", "-q", "-b", "main", str(dev), cwd=repo.root, home=repo.home)
-    git("remote", "add", "origin", str(repo.origin), cwd=dev, home=repo.home)
-    write(
-        dev / "evalkit.yaml",
-        f"""
-        default_provider: prod
-        sets: [sets]
-        baselines: baselines
-        providers:
-          - id: prod
-            adapter: openai
-            base_url: {model_server.url}/v1
-            model: tiny
-            api_key_env: EVALKIT_TEST_KEY
-            max_retries: 0
-        """,
-    )
-    write(dev / "sets" / "capitals.yaml", capitals_set(GOOD_SYSTEM))
-    write(dev / ".gitignore", ".evalkit/\nshard-*.duckdb\nevalkit-junit.xml\nevalkit.md\n")
-    repo.commit_and_push(dev, repo.home, "Add the capitals set", ".")
+    ignored = ".evalkit/\nshard-*.duckdb\nevalkit-junit.xml\nevalkit.md\n"
+    repo, dev = capitals_origin(tmp_path / "git", model_server, ignored)
     return Runner(repo, dev, shim, tmp_path / "artifacts")
 
 

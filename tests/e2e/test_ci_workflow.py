@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import write
-from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply
+from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply, serving
 
 pytestmark = pytest.mark.slow
 
@@ -157,22 +157,11 @@ def assert_compared_with(doc: dict[str, Any], clone: Path, run_id: str) -> None:
     assert doc["cached_count"] == 0  # every answer came from the endpoint, not from a restored cache
 
 
-@pytest.fixture
-def model_server() -> Iterator[FakeServer]:
-    server = FakeServer()
-    server.handler = answer
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def repo(tmp_path: Path, model_server: FakeServer) -> Repo:
-    """Origin with main holding evalkit.yaml, sets/capitals.yaml and .gitignore (no baselines yet)."""
-    repo = Repo(tmp_path / "git")
-    dev = tmp_path / "git" / "dev"
+def capitals_origin(root: Path, model_server: FakeServer, ignored: str) -> tuple[Repo, Path]:
+    """Origin with main holding evalkit.yaml, sets/capitals.yaml and a .gitignore of ``ignored``
+    (no baselines yet); and ``dev``, the checkout that pushed them."""
+    repo = Repo(root)
+    dev = root / "dev"
     git("init", "-q", "-b", "main", str(dev), cwd=repo.root, home=repo.home)
     git("remote", "add", "origin", str(repo.origin), cwd=dev, home=repo.home)
     write(
@@ -191,9 +180,21 @@ def repo(tmp_path: Path, model_server: FakeServer) -> Repo:
         """,
     )
     write(dev / "sets" / "capitals.yaml", capitals_set(GOOD_SYSTEM))
-    write(dev / ".gitignore", ".evalkit/\n")
+    write(dev / ".gitignore", ignored)
     repo.commit_and_push(dev, repo.home, "Add the capitals set", ".")
-    return repo
+    return repo, dev
+
+
+@pytest.fixture
+def model_server() -> Iterator[FakeServer]:
+    with serving(answer) as server:
+        yield server
+
+
+@pytest.fixture
+def repo(tmp_path: Path, model_server: FakeServer) -> Repo:
+    """Origin with main holding evalkit.yaml, sets/capitals.yaml and .gitignore (no baselines yet)."""
+    return capitals_origin(tmp_path / "git", model_server, ".evalkit/\n")[0]
 
 
 def test_the_ci_gate_across_fresh_clones(repo: Repo, model_server: FakeServer) -> None:

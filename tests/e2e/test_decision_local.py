@@ -8,30 +8,16 @@ assert the model's text or its exact scores.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
+from tests.conftest import evalkit_process as evalkit
 from tests.conftest import write
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("local_model")]
-
-
-def evalkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evalkit", *args],
-        cwd=cwd,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def rows(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:

@@ -6,29 +6,15 @@ In CI (CI=true) a missing model fails these tests instead of skipping them.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, write
+from tests.conftest import evalkit_process as evalkit
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("local_model")]
 SMOKE = str(REPO / "sets" / "smoke.yaml")
-
-
-def evalkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evalkit", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def test_smoke_set_runs_stores_and_compares(isolated: Path, db_file: Path) -> None:

@@ -8,14 +8,12 @@ the pairs tests/providers/test_embeddings_local.py measured, never the model's e
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evalkit.providers.local import default_model_path, model_id
+from tests.conftest import evalkit_process as evalkit
 from tests.conftest import write
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.usefixtures("local_model")]
@@ -33,18 +31,6 @@ CASES = [  # (answer, its paraphrase, an unrelated sentence)
         "Please reset your password using the link in the email.",
     ),
 ]
-
-
-def evalkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evalkit", *args],
-        cwd=cwd,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def test_similar_scores_a_paraphrase_above_an_unrelated_sentence(isolated: Path) -> None:

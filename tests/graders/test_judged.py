@@ -16,8 +16,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.conftest import CliResult, write
+from tests.conftest import write
 from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply
+from tests.graders.conftest import json_runner, judged_project
 from tests.judgeserver import JUDGE_MODEL, judge_handler, sections
 
 GEN_MODEL = "gen-model-1"
@@ -40,32 +41,13 @@ def gen(fake_llm: FakeServer) -> FakeServer:
 
 
 @pytest.fixture
-def judge() -> Any:
-    server = FakeServer().start()
-    server.handler = judge_handler()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def project(isolated: Path, gen: FakeServer, judge: FakeServer) -> Path:
-    return write(
-        isolated / "evalkit.yaml",
-        f"""
-        default_provider: gen
-        judge: {{provider: judge}}
-        providers:
-          - {{id: gen, adapter: openai, base_url: {gen.url}/v1, model: gen-alias, max_retries: 0}}
-          - id: judge
-            adapter: openai
-            base_url: {judge.url}/v1
-            model: judge-alias
-            max_retries: 0
-            cost: {{input_per_mtok: 3.0, output_per_mtok: 5.0}}
-          - {{id: judge2, adapter: openai, base_url: {judge.url}/v1, model: judge2-alias, max_retries: 0}}
-        """,
+    return judged_project(
+        isolated,
+        gen,
+        judge,
+        judge_keys=", cost: {input_per_mtok: 3.0, output_per_mtok: 5.0}",
+        providers=f"- {{id: judge2, adapter: openai, base_url: {judge.url}/v1, model: judge2-alias, max_retries: 0}}",
     )
 
 
@@ -88,10 +70,7 @@ prompts:
 """
 
 
-def run_json(cli: Any, *args: str) -> tuple[CliResult, Any]:
-    result = cli("run", "sets/refund.yaml", "--format", "json", *args)
-    assert result.exception is None, result.exception
-    return result, (json.loads(result.stdout) if result.stdout.strip() else None)
+run_json = json_runner("sets/refund.yaml")
 
 
 def gradings(judge: FakeServer) -> list[Recorded]:

@@ -5,19 +5,20 @@ a bag-of-words vector per text, so the test computes the cosine it expects from 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-from tests.conftest import CliResult, write
-from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply
-from tests.judgeserver import JUDGE_MODEL, judge_handler
+from tests.conftest import write
+from tests.fakeserver import FakeServer, Recorded, Reply, openai_reply, serving
+from tests.graders.conftest import json_runner, judged_project
+from tests.judgeserver import JUDGE_MODEL
 
 EMB_MODEL = "text-embedding-3-small-0125"
 DIMS = 32
@@ -67,42 +68,25 @@ def gen(fake_llm: FakeServer) -> FakeServer:
 
 
 @pytest.fixture
-def judge() -> Any:
-    server = FakeServer().start()
-    server.handler = judge_handler()
-    try:
+def emb() -> Iterator[FakeServer]:
+    with serving(embeddings_handler) as server:
         yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def emb() -> Any:
-    server = FakeServer().start()
-    server.handler = embeddings_handler
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def project(isolated: Path, gen: FakeServer, judge: FakeServer, emb: FakeServer) -> Path:
-    return write(
-        isolated / "evalkit.yaml",
-        f"""
-        default_provider: gen
-        judge: {{provider: judge}}
-        embeddings: {{provider: emb}}
-        providers:
-          - {{id: gen, adapter: openai, base_url: {gen.url}/v1, model: gen-alias, max_retries: 0}}
-          - {{id: judge, adapter: openai, base_url: {judge.url}/v1, model: judge-alias, max_retries: 0}}
-          - id: emb
-            adapter: openai
-            base_url: {emb.url}/v1
-            model: text-embedding-3-small
-            max_retries: 0
-            cost: {{input_per_mtok: 20.0, output_per_mtok: 0.0}}
+    return judged_project(
+        isolated,
+        gen,
+        judge,
+        settings="embeddings: {provider: emb}",
+        providers=f"""
+        - id: emb
+          adapter: openai
+          base_url: {emb.url}/v1
+          model: text-embedding-3-small
+          max_retries: 0
+          cost: {{input_per_mtok: 20.0, output_per_mtok: 0.0}}
         """,
     )
 
@@ -135,10 +119,7 @@ prompts:
 """
 
 
-def run_json(cli: Any, *args: str) -> tuple[CliResult, Any]:
-    result = cli("run", "sets/s.yaml", "--format", "json", *args)
-    assert result.exception is None, result.exception
-    return result, (json.loads(result.stdout) if result.stdout.strip() else None)
+run_json = json_runner("sets/s.yaml")
 
 
 def embedded(emb: FakeServer) -> list[str]:
