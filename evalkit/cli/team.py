@@ -27,9 +27,10 @@ def merge_command(sources: tuple[str, ...], with_cache: bool, db: str | None, co
         return
     for entry in merged:
         cache = f", {entry['cache_entries']} cache entries" if with_cache else ""
+        batches = f", {entry['batches']} provider batch(es) added or marked collected" if entry.get("batches") else ""
         click.echo(
             f"{entry['source']}: {entry['added']} run(s) added with {entry['items']} item(s), "
-            f"{entry['skipped']} already here{cache}"
+            f"{entry['skipped']} already here{cache}{batches}"
         )
 
 

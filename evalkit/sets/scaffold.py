@@ -67,6 +67,10 @@ providers:
 # judge: {provider: openai}
 #   then in a set:  - rubric: "Polite, and names the 30-day refund window"
 #                   - {type: factuality, value: true, threshold: 0.75, provider: openai}  # true: the reference
+
+# The embeddings instance of similar (an OpenAI-compatible /embeddings endpoint, or local):
+# embeddings: {provider: openai}
+#   then in a set:  - {type: similar, value: "Refunds are accepted within 30 days", min: 0.8}
 """.replace("LOCAL_INSTALL", f"{LOCAL_RUNTIME_INSTALL} && {LOCAL_MODEL_INSTALL}")
 
 EXAMPLE_SET = """\

@@ -115,3 +115,28 @@ def test_init_example_set_passes_on_the_local_model(isolated: Path) -> None:
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert (doc["passed_count"], doc["prompt_count"]) == (3, 3), [i["reason"] for i in doc["items"]]
+
+
+def test_the_init_configs_judge_and_embeddings_examples_hold_once_uncommented(
+    cli: Any, write_file: Any, isolated: Path
+) -> None:
+    """Uncommented, the config's OpenAI instance, ``judge:`` and ``embeddings:`` lines are a valid
+    configuration, and the set lines they show validate against it."""
+    assert cli("init").exit_code == 0
+    config = (isolated / "evalkit.yaml").read_text(encoding="utf-8")
+    for commented in ("judge: {provider: openai}", "embeddings: {provider: openai}"):
+        assert f"\n# {commented}\n" in config
+        config = config.replace(f"\n# {commented}\n", f"\n{commented}\n")
+    block = config[config.index("  # - id: openai") : config.index("  # Anthropic:")]
+    config = config.replace(block, block.replace("  # - ", "  - ").replace("  #   ", "    "))
+    (isolated / "evalkit.yaml").write_text(config, encoding="utf-8")
+    shown = [line.split("- ", 1)[1].split("  #")[0] for line in config.splitlines() if line.startswith("#   ")]
+    assert len(shown) == 3, shown  # the rubric, factuality and similar lines
+    write_file(
+        "sets/judged.yaml",
+        "id: judged\nname: Judged\nprompts:\n  - id: refund\n    prompt: How long do I have to return an item?\n"
+        "    reference: Returns are accepted within 30 days.\n    assertions:\n"
+        + "".join(f"      - {line}\n" for line in shown),
+    )
+    result = cli("validate", "sets/judged.yaml")
+    assert result.exit_code == 0, result.stderr + result.stdout

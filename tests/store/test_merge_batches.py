@@ -94,6 +94,9 @@ def test_merging_twice_stores_each_batch_once(cli: Any, pending: Path, isolated:
     team, again = isolated / "team.duckdb", isolated / "again.duckdb"
     shutil.copyfile(pending, again)
     assert [m["batches"] for m in merge(cli, team, pending, again)] == [1, 0]
+    said = cli("merge", str(pending), str(again), "--db", str(isolated / "table.duckdb"))
+    assert said.exit_code == 0, said.stderr
+    assert said.stdout.count("1 provider batch(es) added or marked collected") == 1  # the second adds none
     assert [m["batches"] for m in merge(cli, team, pending)] == [0]
     assert len(batches(team)) == 1
     assert cli("collect", "--db", str(team)).exit_code == 0
