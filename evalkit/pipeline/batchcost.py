@@ -23,13 +23,17 @@ from evalkit.runner import run_cost
 
 def batch_priced(plan: RunPlan, batches: Sequence[PendingBatch]) -> RunPlan:
     """The plan with each instance a batch answered for priced at its batch discount: the targets
-    of the answers' batches, and the judges of the judge's batches (which are then not probed)."""
+    of the answers' batches, and the judges of the judge's batches (the model-graded assertions'
+    or the decision grader's, which are then not probed)."""
     answered = {b.provider for b in batches if b.phase == PHASE_ANSWERS}
     judging = frozenset(b.provider for b in batches if b.phase == PHASE_JUDGE)
     judged = plan.judged
     if judged is not None and judging:
         judged = replace(judged, targets=_discounted(judged.targets, judging), batched=judging)
-    return replace(plan, targets=_discounted(plan.targets, answered), judged=judged)
+    plan = replace(plan, targets=_discounted(plan.targets, answered), judged=judged)
+    if plan.judge is not None and plan.judge.id in judging and judged is None:  # --grader decision
+        plan = replace(plan, judge=discounted(plan.judge), judge_batched=True)
+    return plan
 
 
 def _discounted(targets: Sequence[Target], batched: Set[str]) -> tuple[Target, ...]:

@@ -129,7 +129,7 @@ async def _run_all(
     pool = ProviderPool(_lookup(plan), factory) if factory is not None else ProviderPool(_lookup(plan))
     grader, instances = _make_grader(plan, pool, cache)
     try:
-        if plan.judge is not None and plan.judge_alias is not None:  # before any completion is paid for
+        if plan.judge is not None and plan.judge_alias is not None and not plan.judge_batched:  # before any is paid for
             await _probe([(plan.judge, plan.judge_alias)], pool)
         if plan.judged is None:
             return await _run_sets(plan, pool, grader, cache, progress=progress, on_start=on_start)

@@ -1,10 +1,12 @@
 """The judge's requests sent as provider batches once a submission's answers are in (README "Batches").
 
-When every batch of answers of a submission has ended and its model-graded assertions are served
-by judges whose adapter has batches (openai, anthropic), the submission is not graded yet:
+When every batch of answers of a submission has ended and its model-graded assertions (or the
+decision grader) are served by judges whose adapter has batches (openai, anthropic), the
+submission is not graded yet:
 ``submit_judging`` works out every request the grading will ask of those judges and sends them
 as batches of phase ``judge`` under the same submission. It runs each judged kind's
-``judge(value, task, instance)`` on each answer with a recording client: the judge's
+``judge(value, task, instance)`` (or the decision grader's ``grade``) on each answer with a
+recording client: the judge's
 ``runner.CachedProvider`` (a request the cache answers is not sent) over a ``Recorder``, whose
 ``complete`` keeps the request and raises ``Deferred``, no ``ProviderError``, so a kind's own retry
 does not fire and what is kept is exactly the request it asks first. The answers are the ones the
@@ -17,11 +19,10 @@ request it builds again (``providers.batches.BatchAnswers``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from evalkit.assertions.judged import JudgedValue
 from evalkit.errors import ProviderError
 from evalkit.graders.judging import Instance, Task
 from evalkit.pipeline.batchanswers import Answering, Received
@@ -31,12 +32,11 @@ from evalkit.pipeline.instances import judges
 from evalkit.pipeline.plans import RunPlan, Target
 from evalkit.providers import caches_answers, endpoint_identity
 from evalkit.providers.batches import BATCH_ADAPTERS
-from evalkit.records import Completion, CompletionRequest, PendingBatch
+from evalkit.records import Completion, CompletionRequest, PendingBatch, Prompt, ServingRecord
 from evalkit.records.batches import PHASE_JUDGE
 from evalkit.runner import CachedProvider, build_request, cache_key
 
 if TYPE_CHECKING:
-    from evalkit.graders import JudgedGrader
     from evalkit.protocols import CompletionCache
 
 
@@ -77,10 +77,15 @@ class ReadOnly:
 
 
 def batched_judges(plan: RunPlan) -> list[Target]:
-    """The plan's judges whose adapter has batches (the others are called when grading, as in ``run``)."""
-    if plan.judged is None:
+    """The plan's judges whose adapter has batches (the others are called when grading, as in
+    ``run``): those of its model-graded assertions, or the judge of ``--grader decision``."""
+    if plan.judged is not None:
+        chosen = judges(plan.judged)
+    elif plan.judge is not None and plan.judge_alias is not None:
+        chosen = [Target(plan.judge, plan.judge_alias)]
+    else:
         return []
-    return [t for t in judges(plan.judged) if t.provider.adapter in BATCH_ADAPTERS]
+    return [t for t in chosen if t.provider.adapter in BATCH_ADAPTERS]
 
 
 def submit_run(plan: RunPlan) -> list[PendingBatch]:
@@ -106,7 +111,6 @@ def submit_judging(plan: RunPlan, group: Sequence[PendingBatch], answers: Receiv
 
 def _preloaded(plan: RunPlan, chosen: Sequence[Target]) -> CompletionCache | None:
     """The cache entries the work may read: the judged prompts' answers and the judges' entries."""
-    from evalkit.graders.judged import judged_values
     from evalkit.store import Store, StoreCache
 
     if plan.db is None or not plan.use_cache or not plan.read_cache:
@@ -114,55 +118,87 @@ def _preloaded(plan: RunPlan, chosen: Sequence[Target]) -> CompletionCache | Non
     cache = StoreCache(plan.db, plan.config.cache_ttl_days)
     with Store.open(plan.db) as store:
         for target in plan.targets:
-            cache.preload(store, answer_keys(plan, target, lambda p: bool(judged_values(p.assertions))))
+            cache.preload(store, answer_keys(plan, target, lambda p: _judged(plan, p)))
         for judge in chosen:
             cache.preload_instance(store, judge.provider.id, judge.alias)
     return cache
+
+
+def _judged(plan: RunPlan, prompt: Prompt) -> bool:
+    """Whether grading ``prompt`` asks a judge: every prompt under ``--grader decision``, else
+    those with model-graded assertions."""
+    from evalkit.graders.judged import judged_values
+
+    return plan.judged is None or bool(judged_values(prompt.assertions))
 
 
 async def _worked_out(
     plan: RunPlan, chosen: Sequence[Target], answering: Answering, cache: ReadOnly
 ) -> list[tuple[Target, list[Outgoing]]]:
     """Every judge request the grading will ask and the cache does not answer, per judge."""
-    from evalkit.graders import JudgedGrader
-
-    assert plan.judged is not None
     recorders = {
         t.provider.id: Recorder(t.provider.id, t.provider.adapter, endpoint_identity(t.provider)) for t in chosen
     }
     clients = {i: CachedProvider(r, cache, plan.read_cache, r.endpoint) for i, r in recorders.items()}
-    grader = JudgedGrader(
-        {t.provider.id: Instance(t.provider.id, clients[t.provider.id], t.alias) for t in chosen}, plan.judged.defaults
-    )
+    ask = _asker(plan, chosen, clients, recorders)
     try:
         for target in plan.targets:
-            await _judge_target(plan, target, answering=answering, cache=cache, grader=grader, recorders=recorders)
+            await _judge_target(plan, target, answering=answering, cache=cache, ask=ask)
     finally:
         for made in answering.made.values():
             await made.aclose()
     return [(t, list(recorders[t.provider.id].asked.values())) for t in chosen if recorders[t.provider.id].asked]
 
 
-async def _judge_target(
-    plan: RunPlan,
-    target: Target,
-    *,
-    answering: Answering,
-    cache: ReadOnly,
-    grader: JudgedGrader,
-    recorders: Mapping[str, Recorder],
-) -> None:
-    """Each answer of ``target`` to a prompt with model-graded assertions, judged with the recorders."""
-    from evalkit.graders.judged import judged_values
+Ask = Callable[[Task, ServingRecord, list[str | int]], Awaitable[None]]
 
+
+def _asker(
+    plan: RunPlan, chosen: Sequence[Target], clients: Mapping[str, CachedProvider], recorders: Mapping[str, Recorder]
+) -> Ask:
+    """How one answer is judged with the recorders: by each model-graded assertion's kind, or by
+    the decision grader (its first request is what it would ask)."""
+    from evalkit.graders import DecisionGrader, JudgedGrader
+
+    if plan.judged is None:
+        (decider,) = chosen
+        decision = DecisionGrader(clients[decider.provider.id], decider.alias)
+        recorder = recorders[decider.provider.id]
+
+        async def decide(task: Task, serving: ServingRecord, owner: list[str | int]) -> None:
+            recorder.owner = owner
+            with contextlib.suppress(Deferred):
+                await decision.grade(task.prompt_set, task.prompt, task.response, serving)
+
+        return decide
+    grader = JudgedGrader(
+        {t.provider.id: Instance(t.provider.id, clients[t.provider.id], t.alias) for t in chosen}, plan.judged.defaults
+    )
+
+    async def judge(task: Task, serving: ServingRecord, owner: list[str | int]) -> None:
+        from evalkit.graders.judged import judged_values
+
+        for value in judged_values(task.prompt.assertions):
+            found = grader.judge_of(value)
+            if found is None:  # an embeddings instance, or a judge without batches: asked when grading
+                continue
+            kind, instance = found
+            recorders[instance.id].owner = owner
+            with contextlib.suppress(Deferred):
+                await kind.judge(value, task, instance)
+
+    return judge
+
+
+async def _judge_target(plan: RunPlan, target: Target, *, answering: Answering, cache: ReadOnly, ask: Ask) -> None:
+    """Each answer of ``target`` that grading will judge, judged with the recorders."""
     config = target.provider
     answers = CachedProvider(
         answering(config), cache, plan.read_cache, endpoint_identity(config), caches_answers(config)
     )
     for prompt_set in plan.sets:
         for prompt in prompt_set.prompts:
-            values = list(judged_values(prompt.assertions))
-            if not values:
+            if not _judged(plan, prompt):
                 continue
             request = build_request(prompt_set, prompt, target.alias)
             for repeat in range(plan.repeats):
@@ -171,21 +207,4 @@ async def _judge_target(
                 except ProviderError:
                     continue  # an item error: nothing to judge
                 task = Task(prompt_set, prompt, answer.text, answer.tool_calls)
-                await _ask(grader, values, task, recorders, [prompt_set.id, prompt.id, repeat, config.id])
-
-
-async def _ask(
-    grader: JudgedGrader,
-    values: Sequence[JudgedValue],
-    task: Task,
-    recorders: Mapping[str, Recorder],
-    owner: list[str | int],
-) -> None:
-    for value in values:
-        found = grader.judge_of(value)
-        if found is None:  # an embeddings instance, or a judge without batches: asked when grading
-            continue
-        kind, instance = found
-        recorders[instance.id].owner = owner
-        with contextlib.suppress(Deferred):
-            await kind.judge(value, task, instance)
+                await ask(task, answer.serving, [prompt_set.id, prompt.id, repeat, config.id])

@@ -68,6 +68,7 @@ class RunPlan:
     fingerprints: Mapping[str, str] = field(default_factory=dict)  # with a shard: each whole set's fingerprint
     set_shards: Mapping[str, Shard] = field(default_factory=dict)  # with a shard: each set's part, with its facts
     judged: JudgedPlan | None = None  # the sets hold model-graded assertions (and the grader is not decision)
+    judge_batched: bool = False  # the decision judge's requests were answered by provider batches (README "Batches")
 
     @property
     def provider(self) -> ProviderConfig:

@@ -292,3 +292,31 @@ def test_submit_collect_and_collect_again_in_three_processes(
     assert f"Batch {answers_id} {judge_id} was collected before" in again.stderr
     assert stored(db_file, "select count(*) from runs") == [(1,)]
     assert len(project.batches) == 2
+
+
+@pytest.mark.parametrize("judge", ["jd", "oj"])  # an anthropic judge (a forced tool), an openai one (logprobs)
+def test_the_decision_graders_requests_go_as_a_judge_batch(
+    cli: Any, project: BatchServer, db_file: Path, judge: str
+) -> None:
+    result = cli("run", "s.yaml", "--batch", "--grader", "decision", "--judge", judge, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    _, judge_id = project.batches
+    assert [b.kind for b in project.batches.values()] == ["openai", "anthropic" if judge == "jd" else "openai"]
+    assert len(project.batches[judge_id].requests) == 3  # every prompt is judged by the decision grader
+    assert project.live == []  # no judgement made live, no readiness probe
+    assert f"Submitted judge batch {judge_id}: 3 judge requests to '{judge}'" in result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["grader"].startswith(f"decision:{judge}:")
+    assert doc["batch"]["judge"]["batch_ids"] == [judge_id]
+    if judge == "jd":  # priced: the decisions at the judge's own discount, in the saving
+        assert doc["grader_cost"] == pytest.approx(JUDGED * 0.4)
+        assert doc["batch"]["judge"]["saving"] == pytest.approx(JUDGED * 0.6)
+    assert stored(db_file, "select phase, state from batches order by submitted_at") == [
+        ("answers", "collected"), ("judge", "collected"),
+    ]  # fmt: skip
+
+    live = cli("run", "s.yaml", "--grader", "decision", "--judge", judge, "--no-cache", "--format", "json")
+    assert live.exit_code == 0, live.stderr
+    assert len(project.live) == 3 + 3 + 1  # the answers, the decisions and the judge's readiness probe
+    assert verdicts(json.loads(live.stdout)) == verdicts(doc)
+    assert doc["grader"] == json.loads(live.stdout)["grader"]
