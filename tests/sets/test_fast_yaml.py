@@ -83,7 +83,7 @@ def test_a_valid_file_has_no_node_graph_until_a_position_is_asked_for() -> None:
 
 
 def test_a_large_set_reports_a_bad_assertion_as_a_whole_validation_would() -> None:
-    """Past MEMO_MIN_PROMPTS, each distinct assertion is checked once: the issue of a bad one
+    """Past schemaparts.MIN_PROMPTS, each distinct assertion is checked once: the issue of a bad one
     still names its own prompt and line, and the same assertion elsewhere is not hidden."""
     lines = ["id: a", "name: b", "prompts:"]
     lines += [f"  - {{id: p{i}, prompt: hi, assertions: [{{contains: x}}]}}" for i in range(100)]
