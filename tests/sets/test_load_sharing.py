@@ -56,7 +56,7 @@ def test_a_key_that_is_not_a_string_is_refused_after_a_valid_twin(cli: Any, isol
 
 
 def test_values_that_write_alike_but_differ_are_checked_each() -> None:
-    """The shared check is keyed by the value's JSON text, then confirmed equal: a value from the
+    """The shared check is keyed by the value's repr, then confirmed equal: a value from the
     Python API with an int key is not served its string-keyed twin's checker."""
     from evalkit.assertions import registry
     from evalkit.assertions.registry import AssertionValueError
