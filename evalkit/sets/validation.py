@@ -143,7 +143,7 @@ def schema_issues(kind: str, doc: Document, *, plugins: ConfigPlugins | None = N
     else:
         for error in validator.iter_errors(doc.data):
             issues.extend(_rewrite(error, doc))
-    if not _has_non_finite(doc.data):
+    if doc.finite or not _has_non_finite(doc.data):
         return issues
     flagged = {i.path for i in issues}
     for path, value in walk(doc.data):
