@@ -9,7 +9,7 @@ which keys are there: nothing that reads a value) and each value is valid agains
 property's subschema; an assertion list is valid when each item is. So:
 
 - the document is validated whole with its first prompt only (what ``prompts`` itself must be:
-  a list, not empty);
+  a list, not empty; nothing else in the schema reads the list);
 - each other prompt's keys once per key set, by validating the first prompt with those keys
   whole: when it is valid, every prompt with the same keys needs only its values checked, each
   against its property's validator, built once (a mapping or list value once per distinct value);
@@ -136,7 +136,7 @@ def _located(validator: Any, value: Any, path: tuple[str | int, ...], doc: Docum
 
 def _parts(validator: Any) -> Parts | None:
     """The part validators of the set validator ``validator`` (built once), or None when its
-    schema says more about a prompt than ``separable`` lets the parts stand for."""
+    schema says more than ``separable`` lets the parts stand for."""
     found = _PARTS.get(id(validator))
     if found is None or found[0] is not validator:
         found = _PARTS[id(validator)] = (validator, _built_parts(validator.schema))
@@ -146,33 +146,52 @@ def _parts(validator: Any) -> Parts | None:
 def _built_parts(schema: dict[str, Any]) -> Parts | None:
     from jsonschema import Draft202012Validator
 
-    listed = schema.get("properties", {}).get("prompts")
-    prompt = listed.get("items") if isinstance(listed, dict) else None
-    if not isinstance(listed, dict) or not separable(listed, prompt):
+    if not separable(schema):
         return None
-    assert isinstance(prompt, dict)
+    prompt = schema["properties"]["prompts"]["items"]
     properties = prompt["properties"]
     values = {key: Draft202012Validator(sub) for key, sub in properties.items() if key != "assertions"}
     values["assertions"] = Draft202012Validator({k: v for k, v in properties["assertions"].items() if k != "items"})
     return Parts(Draft202012Validator(prompt), values, Draft202012Validator(properties["assertions"]["items"]))
 
 
-def separable(listed: dict[str, Any], prompt: Any) -> bool:
-    """Whether the schema of ``prompts`` (``listed``) and of one prompt say no more than the parts
-    check: a list of at least one prompt (a longer set keeps that with its first prompt alone);
-    a prompt whose own words read which keys it has, the rest said by its properties; assertions
-    a list of items each checked alone."""
+def separable(schema: dict[str, Any]) -> bool:
+    """Whether a set schema (its ``$ref``s inlined) says no more than the parts check: nothing but
+    its ``properties`` reads the prompts list; that is a list of at least one prompt (a longer set
+    keeps that with its first prompt alone); a prompt's own words read which keys it has, the rest
+    is said by its properties; an assertion list is a list of items each checked alone."""
+    listed = schema.get("properties", {}).get("prompts")
+    prompt = listed.get("items") if isinstance(listed, dict) else None
+    if not isinstance(listed, dict) or not isinstance(prompt, dict) or not _leaves_prompts(schema):
+        return False
     if set(listed) - _PROSE - {"type", "minItems", "items"} or listed.get("type") != "array":
         return False
-    if listed.get("minItems", 0) > 1 or not isinstance(prompt, dict):
-        return False
     properties = prompt.get("properties")
-    if not isinstance(properties, dict) or not _keys_only({k: v for k, v in prompt.items() if k != "properties"}):
+    if listed.get("minItems", 0) > 1 or not isinstance(properties, dict):
+        return False
+    if not _keys_only({k: v for k, v in prompt.items() if k != "properties"}):
         return False
     if not isinstance(prompt.get("additionalProperties", True), bool):
         return False
     assertions = properties.get("assertions")
     return isinstance(assertions, dict) and not set(assertions) - _PROSE - {"type", "items"}
+
+
+def _leaves_prompts(schema: Any, top: bool = True) -> bool:
+    """Whether no word of a set's schema reads the ``prompts`` list but the top ``properties``
+    (the parts validate the document with its first prompt only)."""
+    if not isinstance(schema, dict):
+        return True
+    if any(word in schema for word in ("patternProperties", "dependentSchemas", "unevaluatedProperties")):
+        return False
+    properties = schema.get("properties", {})
+    if "prompts" in properties and not top:
+        return False
+    if not isinstance(schema.get("additionalProperties", True), bool) and "prompts" not in properties:
+        return False
+    nested = [schema[word] for word in ("if", "then", "else", "not") if word in schema]
+    nested += [sub for word in ("allOf", "anyOf", "oneOf") for sub in schema.get(word, ())]
+    return all(_leaves_prompts(sub, top=False) for sub in nested)
 
 
 def _keys_only(schema: Any) -> bool:

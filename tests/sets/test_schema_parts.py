@@ -3,6 +3,7 @@ validation of the same document gives: the same paths, lines and messages."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from evalkit.errors import Issue
 from evalkit.sets import schemaparts
 from evalkit.sets.schemaparts import MIN_PROMPTS, separable
-from evalkit.sets.validation import _validator, load_schema, schema_issues
+from evalkit.sets.validation import _validator, schema_issues
 from evalkit.sets.yamldoc import parse_document
 from tests.sets.test_properties import SETTINGS
 
@@ -110,8 +111,13 @@ def test_the_set_itself_is_validated_whole(top: dict[str, Any], monkeypatch: pyt
 
 def test_the_shipped_schema_is_validated_by_parts() -> None:
     """Else a large set would be validated whole again, several times slower (bench/README.md)."""
-    listed = _validator("prompts").schema["properties"]["prompts"]
-    assert separable(listed, listed["items"])
+    assert separable(_validator("prompts").schema)
+
+
+def with_prompt(change: dict[str, Any]) -> dict[str, Any]:
+    schema = copy.deepcopy(_validator("prompts").schema)
+    schema["properties"]["prompts"]["items"].update(change)
+    return schema
 
 
 @pytest.mark.parametrize(
@@ -125,12 +131,35 @@ def test_the_shipped_schema_is_validated_by_parts() -> None:
     ],
 )
 def test_a_prompt_schema_that_reads_values_is_validated_whole(change: dict[str, Any]) -> None:
-    listed = load_schema("prompts")["properties"]["prompts"]
-    prompt = {**_validator("prompts").schema["properties"]["prompts"]["items"], **change}
-    assert not separable(listed, prompt)
+    assert not separable(with_prompt(change))
 
 
-def test_prompts_that_must_be_more_than_one_are_validated_whole() -> None:
-    prompt = _validator("prompts").schema["properties"]["prompts"]["items"]
-    assert not separable({"type": "array", "minItems": 2, "items": prompt}, prompt)
-    assert not separable({"type": "array", "maxItems": 10**6, "items": prompt}, prompt)
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"allOf": [{"properties": {"prompts": {"maxItems": 3}}}]},  # reads the list beside properties
+        {"patternProperties": {"^p": {"maxItems": 3}}},
+        {"properties": {"prompts": {"type": "array", "minItems": 2}}},
+        {"properties": {"prompts": {"type": "array", "uniqueItems": True}}},
+    ],
+)
+def test_a_set_schema_that_reads_the_whole_list_is_validated_whole(change: dict[str, Any]) -> None:
+    schema = copy.deepcopy(_validator("prompts").schema)
+    for word, value in change.items():
+        if word == "properties":
+            schema["properties"]["prompts"].update(value["prompts"])
+        else:
+            schema[word] = value
+    assert not separable(schema)
+
+
+def test_a_schema_that_is_not_separable_is_validated_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parts step aside (None), and the set is validated whole, as a small set is."""
+    from evalkit.sets.validation import _rewrite
+
+    doc = parse_document(document([0, 3, 15] * 30), "f.yaml")
+    validator = _validator("prompts")
+    assert schemaparts.large_set_issues(validator, doc, _rewrite)
+    monkeypatch.setattr(schemaparts, "separable", lambda schema: False)
+    monkeypatch.setattr(schemaparts, "_PARTS", {})
+    assert schemaparts.large_set_issues(validator, doc, _rewrite) is None
