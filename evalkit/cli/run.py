@@ -253,6 +253,9 @@ def progress_reporter(samples_per_prompt: int) -> AbstractContextManager[Progres
     return reporter(samples_per_prompt, fancy=fancy, console=stderr_console() if fancy else None)
 
 
+ECHOED_PARTS = 1_000  # parts of a JSON report joined per write to stdout
+
+
 @dataclass(frozen=True, slots=True)
 class Outputs:
     """Where a report goes: the format on stdout and the files asked for."""
@@ -265,12 +268,14 @@ class Outputs:
 
 def emit(runs: Sequence[Any], outputs: Outputs) -> None:
     """The report of runs whose gate is decided (``run.gate``), on stdout and in the files."""
-    from evalkit.report.jsonout import documents, envelope
+    from evalkit.report.jsonout import document_parts, envelope
 
-    envelopes = [envelope(r, r.gate) for r in runs]
-    text = documents(envelopes) if outputs.fmt == "json" or outputs.output else ""
+    envelopes = [envelope(r, r.gate, lazy=True) for r in runs]
+    parts = document_parts(envelopes) if outputs.fmt == "json" or outputs.output else []
     if outputs.fmt == "json":
-        click.echo(text)
+        for start in range(0, len(parts), ECHOED_PARTS):  # the text never joined whole
+            click.echo("".join(parts[start : start + ECHOED_PARTS]), nl=False)
+        click.echo()
     elif outputs.fmt == "markdown":
         from evalkit.report.markdown import runs_markdown
 
@@ -287,7 +292,7 @@ def emit(runs: Sequence[Any], outputs: Outputs) -> None:
                 console.print()
             render_any(console, run, run.gate, compact=side_by_side)
     if outputs.output:
-        write_output(Path(outputs.output), text + "\n")
+        write_output(Path(outputs.output), [*parts, "\n"])
     if outputs.junit:
         from evalkit.report.junit import junit_xml
 
@@ -316,12 +321,14 @@ def check_writable(*paths: str | None) -> None:
             raise InputError(f"{path}: cannot write this file; choose another path")
 
 
-def write_output(path: Path, text: str, stored_note: str = "; the run itself was stored") -> None:
+def write_output(path: Path, text: str | list[str], stored_note: str = "; the run itself was stored") -> None:
+    """``text``, or its parts one after the other, written to ``path``."""
     from evalkit.errors import RunError
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        with path.open("w", encoding="utf-8") as handle:
+            handle.writelines([text] if isinstance(text, str) else text)
     except OSError as exc:
         raise RunError(f"{path}: cannot write ({exc.strerror}){stored_note}") from exc
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from evalkit.records import BaselineFile, Comparison, RetrievalRunResult, RunResult
@@ -13,8 +13,24 @@ from evalkit.verdicts import ComparisonState, GateVerdict, Yardstick
 
 
 def item_json(run: RunResult) -> list[dict[str, Any]]:
-    items = []
+    return list(item_entries(run))
+
+
+def item_entries(run: RunResult, shared: dict[int, dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
+    """Each item's entry, made when taken. ``shared``: one entry per assertion result record
+    (a run shares the record of an assertion that held), reused by the entries that hold it."""
+    repeated = run.repeats > 1
     for item in run.items:
+        assertions = []
+        for a in item.assertions:
+            entry_ = shared.get(id(a)) if shared is not None else None
+            if entry_ is None:
+                entry_ = {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight}
+                if a.yardstick:
+                    entry_["yardstick"] = a.yardstick
+                if shared is not None:
+                    shared[id(a)] = entry_
+            assertions.append(entry_)
         entry: dict[str, Any] = {
             "id": item.id,
             "passed": item.passed,
@@ -22,11 +38,7 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
             "reason": item.reason,
             "latency_ms": round(item.latency_ms, 3) if item.latency_ms is not None else None,
             "error": item.error,
-            "assertions": [
-                {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight}
-                | ({"yardstick": a.yardstick} if a.yardstick else {})
-                for a in item.assertions
-            ],
+            "assertions": assertions,
         }
         if item.prompt:  # as kept: a conversation as ``role: content`` lines; none below privacy redacted
             entry["prompt"] = item.prompt
@@ -38,14 +50,30 @@ def item_json(run: RunResult) -> list[dict[str, Any]]:
             entry["context"] = item.context
         if item.cached:
             entry["cached"] = True
-        if run.repeats > 1:
+        if repeated:
             entry["repeat"] = item.repeat
-        items.append(entry)
-    return items
+        yield entry
 
 
-def run_json(run: RunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
-    """The envelope ``evalkit run --format json`` prints for one prompt run."""
+class LazyItems:
+    """A prompt run's items in an envelope for ``document_parts``, each entry made as it is written
+    (100,000 items held as entries took about 100 MB; bench/README.md, session 10)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: RunResult) -> None:
+        self.run = run
+
+    def __len__(self) -> int:
+        return len(self.run.items)
+
+    def entries(self) -> Iterator[dict[str, Any]]:
+        return item_entries(self.run, {})
+
+
+def run_json(run: RunResult, gate: GateVerdict | None = None, *, lazy: bool = False) -> dict[str, Any]:
+    """The envelope ``evalkit run --format json`` prints for one prompt run; ``lazy``: its items
+    as ``LazyItems``, for ``document_parts`` only."""
     gen = run.generator
     comparison = run.comparison or Comparison.not_compared("no store")
     return (
@@ -78,7 +106,7 @@ def run_json(run: RunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
             "started_at": run.started_at,
             "finished_at": run.finished_at,
             "tolerances": run.tolerances.as_dict(),
-            "items": item_json(run),
+            "items": LazyItems(run) if lazy and run.items else item_json(run),
             "comparison": comparison.as_dict(),
             "gate": (gate or GateVerdict(fail_on_regression=False)).as_dict(),
         }
@@ -127,25 +155,37 @@ def dumps(document: Any) -> str:
 
 
 def documents(envelopes: Sequence[dict[str, Any]]) -> str:
-    """One envelope as an object; several as an array. Indented, but each of ``items`` on one
-    line: json's indenting encoder is pure Python (2.2 s for 20,000 items), its compact one C."""
+    return "".join(document_parts(envelopes))
+
+
+def document_parts(envelopes: Sequence[dict[str, Any]]) -> list[str]:
+    """The JSON text of envelopes (one as an object; several as an array) in parts, to be written
+    one after the other: indented, but each of ``items`` on one line, a part of its own (json's
+    indenting encoder is pure Python, 2.2 s for 20,000 items; its compact one C), so the text is
+    never copied whole."""
     nonce = secrets.token_hex(8)
-    lists: dict[str, list[Any]] = {}
+    lists: dict[str, list[Any] | LazyItems] = {}
     shells = []
     for envelope_ in envelopes:
         items = envelope_.get("items")
-        if isinstance(items, list) and items:
+        if isinstance(items, list | LazyItems) and items:
             token = f"evalkit-items-{nonce}-{len(lists)}"
             lists[json.dumps(token)] = items
             envelope_ = {**envelope_, "items": token}
         shells.append(envelope_)
     depth = 1 if len(shells) == 1 else 2
-    text = dumps(shells[0] if len(shells) == 1 else shells)
+    rest = dumps(shells[0] if len(shells) == 1 else shells)
     pad = "  " * (depth + 1)
+    parts = []
     for token, items in lists.items():
-        lines = ",\n".join(pad + json.dumps(item, ensure_ascii=False) for item in items)
-        text = text.replace(token, "[\n" + lines + "\n" + "  " * depth + "]", 1)
-    return text
+        head, rest = rest.split(token, 1)
+        separator = head + "[\n" + pad
+        for item in items.entries() if isinstance(items, LazyItems) else items:
+            parts.append(separator + json.dumps(item, ensure_ascii=False))
+            separator = ",\n" + pad
+        parts.append("\n" + "  " * depth + "]")
+    parts.append(rest)
+    return parts
 
 
 def retrieval_json(run: RetrievalRunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
@@ -191,8 +231,11 @@ def retrieval_json(run: RetrievalRunResult, gate: GateVerdict | None = None) -> 
     }
 
 
-def envelope(run: RunResult | RetrievalRunResult, gate: GateVerdict | None = None) -> dict[str, Any]:
-    return retrieval_json(run, gate) if isinstance(run, RetrievalRunResult) else run_json(run, gate)
+def envelope(
+    run: RunResult | RetrievalRunResult, gate: GateVerdict | None = None, *, lazy: bool = False
+) -> dict[str, Any]:
+    """``lazy``: a prompt run's items as ``LazyItems`` (``run_json``)."""
+    return retrieval_json(run, gate) if isinstance(run, RetrievalRunResult) else run_json(run, gate, lazy=lazy)
 
 
 def baselines_json(files: Sequence[BaselineFile]) -> dict[str, Any]:

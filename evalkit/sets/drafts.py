@@ -13,7 +13,6 @@ issues of a prompt of the set file name that file; a row's, the data file and th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -63,6 +62,11 @@ class Place:
 
     def flagged(self, sub: DataPath) -> bool:
         return flagged_path(self._flagged, (*self.prefix, *sub))
+
+    @property
+    def clean(self) -> bool:
+        """Whether the schema reported nothing in the document (so nothing here either)."""
+        return not self._flagged
 
     def hint(self, name: str) -> str:
         return "define it in vars: (the set's or the prompt's)"
@@ -200,6 +204,7 @@ def _well_formed(turns: Any) -> bool:
 
 
 _UNSET = object()
+MAX_SHARED = 50_000  # assertion records kept for their twins (a set of distinct ones stops there)
 
 
 class Drafter:
@@ -215,6 +220,7 @@ class Drafter:
         self.system_issues = [doc.issue(("system",), broken.message)] if broken is not None else []
         self.inherited: list[tuple[Prompt, str]] = []  # prompts that inherit a templated set system, as rendered
         self._checked: dict[Any, Any] = {}
+        self._records: dict[str, Assertion] = {}  # by repr of the item as written: ``_shared``
         self._specs: dict[str, AssertionType | None] = {}
         self._suggested: dict[tuple[str, tuple[str, ...]], Any] = {}
 
@@ -289,19 +295,14 @@ class Drafter:
             return None
         listed = raw.get("assertions")
         written = listed if isinstance(listed, list) else []
-        forms = [assertion_form(item) for item in written]
-        if any(form is not None and templated(form[1]) for form in forms):
-            return None
         issues: list[Issue] = []
-        prepared = [
-            self.prepare(item, place, ("assertions", k), issues, form)
-            for k, (item, form) in enumerate(zip(written, forms, strict=True))
-        ]
-        built = [item.fixed for item in prepared if item is not None and item.fixed is not None]
+        built = self._assertions(written, place, issues)
+        if built is None:
+            return None
         pid = raw.get("id")
         if listed in (None, []):
             issues.extend(_unassessed(place, place.flagged, raw, reference))
-        if issues or len(built) != len(forms) or not isinstance(pid, str):
+        if issues or len(built) != len(written) or not isinstance(pid, str):
             return None, issues
         params, critical, threshold = _extras(raw)
         tools, tool_choice = declared(raw)
@@ -319,6 +320,25 @@ class Drafter:
             tool_choice=tool_choice,
         )
         return prompt, issues
+
+    def _assertions(self, written: list[Any], place: Place, issues: list[Issue]) -> list[Assertion] | None:
+        """The records of a literal prompt's assertions (those that could be built), or None when
+        one holds a template. An assertion written as an earlier one was shares its record when
+        the record is a function of the item alone (``prepare``: a checked value with no template,
+        of a type that needs no location) and the schema reported nothing."""
+        built = []
+        records = self._records if place.clean else {}
+        for k, item in enumerate(written):
+            found = records.get(repr(item)) if type(item) is dict else None  # equal repr, equal plain value
+            if found is None:
+                form = assertion_form(item)
+                if form is not None and templated(form[1]):
+                    return None
+                prepared = self.prepare(item, place, ("assertions", k), issues, form)
+                found = prepared.fixed if prepared is not None else None
+            if found is not None:
+                built.append(found)
+        return built
 
     def settle_system(self, prompts: list[Prompt]) -> str | None:
         """The set's system prompt once every prompt is built. A templated one that renders the
@@ -456,7 +476,10 @@ class Drafter:
         except AssertionValueError as exc:
             issues.append(place.issue(path, _value_message(exc, kind, where, raw, raw)))
             return None
-        return _Item(kind, raw, weight, path, spec, located, Assertion(spec.name, raw, compiled, weight, located))
+        record = Assertion(spec.name, raw, compiled, weight, located)
+        if located is None and type(item) is dict and len(self._records) < MAX_SHARED:
+            self._records.setdefault(repr(item), record)
+        return _Item(kind, raw, weight, path, spec, located, record)
 
     def _rendered(
         self, item: _Item, place: Place, variables: Mapping[str, Any], issues: list[Issue]
@@ -478,9 +501,9 @@ class Drafter:
         """``spec.check(value)``, once per distinct value: equal values (strings, and mappings or
         lists written apart, one per prompt) are checked once for the whole set and share one
         checker, and a value without a template once however many rows use it."""
-        key: Any = (kind, value) if isinstance(value, str) else (kind, _canonical(value))
-        seen = self._checked.get(key) if key[1] is not None else None
-        # the same JSON text and equal: {1: x} and {"1": x} write alike but are not the same value
+        key: Any = (kind, value) if isinstance(value, str) else (kind, repr(value))
+        seen = self._checked.get(key)
+        # the same repr and equal: shared (a value from the Python API may be any object, its repr anything)
         if seen is not None and (seen[0] is value or seen[0] == value):
             found = seen[1]
         else:
@@ -488,23 +511,11 @@ class Drafter:
                 found = spec.check(value, self.folder)
             except AssertionValueError as exc:
                 found = exc
-            if key[1] is not None and seen is None:
+            if seen is None:
                 self._checked[key] = (value, found)
         if isinstance(found, AssertionValueError):
             raise found
         return found
-
-
-def _canonical(value: Any) -> str | None:
-    """A JSON text that equal values share (None for a value JSON cannot write: checked alone)."""
-    try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=True, default=_unwritable)
-    except (TypeError, ValueError):
-        return None
-
-
-def _unwritable(value: Any) -> Any:
-    raise TypeError(type(value).__name__)
 
 
 def _value_message(exc: AssertionValueError, kind: str, where: DataPath, value: Any, raw: Any) -> str:

@@ -143,7 +143,7 @@ def schema_issues(kind: str, doc: Document, *, plugins: ConfigPlugins | None = N
     else:
         for error in validator.iter_errors(doc.data):
             issues.extend(_rewrite(error, doc))
-    if not _has_non_finite(doc.data):
+    if doc.finite or not _has_non_finite(doc.data):
         return issues
     flagged = {i.path for i in issues}
     for path, value in walk(doc.data):
@@ -169,54 +169,15 @@ def _has_non_finite(data: Any) -> bool:
     return False
 
 
-MEMO_MIN_PROMPTS = 64  # below this a set is validated whole, as written
-
-
 def _prompt_set_issues(validator: Any, doc: Document) -> list[Issue]:
-    """A prompt set's schema issues. A large set is validated without its assertions, and each
-    distinct assertion (the same JSON) once against the assertion schema: sets repeat their
-    checks, and the verdict on an assertion depends on nothing but its value. An assertion that
-    fails is validated again where it stands, so its issues carry their own path."""
-    data = doc.data
-    prompts = data.get("prompts") if isinstance(data, dict) else None
-    if not isinstance(prompts, list) or len(prompts) < MEMO_MIN_PROMPTS:
-        return [i for e in validator.iter_errors(data) for i in _rewrite(e, doc)]
-    stripped = []
-    held: list[tuple[int, list[Any]]] = []
-    for index, prompt in enumerate(prompts):
-        items = prompt.get("assertions") if isinstance(prompt, dict) else None
-        if isinstance(items, list) and items:
-            held.append((index, items))
-            prompt = {**prompt, "assertions": []}
-        stripped.append(prompt)
-    issues = [i for e in validator.iter_errors({**data, "prompts": stripped}) for i in _rewrite(e, doc)]
-    assertion = _assertion_validator(validator)
-    verdicts: dict[str, bool] = {}
-    for index, items in held:
-        for a_index, item in enumerate(items):
-            key = json.dumps(item, sort_keys=True)
-            valid = verdicts.get(key)
-            if valid is None:
-                valid = verdicts[key] = assertion.is_valid(item)
-            if not valid:
-                for error in assertion.iter_errors(item):
-                    error.path.extendleft(reversed(("prompts", index, "assertions", a_index)))
-                    issues.extend(_rewrite(error, doc))
-    return issues
+    """A prompt set's schema issues: a large set's by parts (evalkit/sets/schemaparts.py), a small
+    one's whole, as written."""
+    from evalkit.sets.schemaparts import large_set_issues
 
-
-def _assertion_validator(validator: Any) -> Any:
-    """The validator of one assertion item, with the prompt-set validator's (inlined) schema."""
-    from jsonschema import Draft202012Validator
-
-    found = _ASSERTION_VALIDATORS.get(id(validator))
-    if found is None or found[0] is not validator:
-        item = validator.schema["properties"]["prompts"]["items"]["properties"]["assertions"]["items"]
-        found = _ASSERTION_VALIDATORS[id(validator)] = (validator, Draft202012Validator(item))
-    return found[1]
-
-
-_ASSERTION_VALIDATORS: dict[int, tuple[Any, Any]] = {}
+    by_parts = large_set_issues(validator, doc, _rewrite)
+    if by_parts is not None:
+        return by_parts
+    return [i for e in validator.iter_errors(doc.data) for i in _rewrite(e, doc)]
 
 
 def describe(value: Any) -> str:

@@ -52,6 +52,7 @@ class Document:
     _composed: list[Any] = field(default_factory=list, repr=False, compare=False)
     _positions: list[Document] = field(default_factory=list, repr=False, compare=False)
     floats: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
+    finite: bool = field(default=False, repr=False, compare=False)  # known to hold no infinite or NaN number
 
     @property
     def nodes(self) -> Any:
@@ -247,7 +248,7 @@ def parse_document(text: str, file: str) -> Document:
     floats: dict[tuple[str, str], str] = {}
     fast = yamlfast.plain_data(text, floats)
     if fast is not yamlfast.DECLINED:
-        return Document(file, fast, None, text, floats=floats)
+        return Document(file, fast, None, text, floats=floats, finite=True)  # the fast path declines them
     return _parse_slowly(text, file)
 
 

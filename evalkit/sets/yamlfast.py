@@ -9,7 +9,9 @@ What it takes: plain mappings, lists and scalars, resolved by the same YAML 1.2 
 (``yamldoc.CORE_SCHEMA``) as the full path. It declines (``DECLINED``) what needs the full path's
 checks or messages: anchors and aliases (the alias bomb check), tags, merge keys, keys that are
 not strings or repeat, nesting deeper than ``yamldoc.MAX_DEPTH``, several documents, directives,
-surrogate escapes, and any parser error (the full path says what is wrong, and where). So both
+surrogate escapes, infinite and NaN numbers (so a document read here holds none, and the schema
+step need not look: ``Document.finite``), and any parser error (the full path says what is
+wrong, and where). So both
 paths give the same data for what this one takes (tests/sets/test_fast_yaml.py holds them to it,
 under libyaml's C parser and the pure-Python one). ``ENABLED = False`` restores the plain path.
 """
@@ -17,6 +19,7 @@ under libyaml's C parser and the pure-Python one). ``ENABLED = False`` restores 
 from __future__ import annotations
 
 import re
+from math import isfinite
 from typing import Any
 
 from evalkit.sets.yamldoc import CORE_SCHEMA, MAX_DEPTH, SURROGATE, safe_yaml
@@ -34,7 +37,7 @@ def plain_data(text: str, floats: dict[tuple[str, str], str]) -> Any:
         return DECLINED
     try:
         return _events_data(text, floats)
-    except (MarkedYAMLError, YAMLError, RecursionError, ValueError):  # ValueError: int('9' * 5000)
+    except (MarkedYAMLError, YAMLError, RecursionError, ValueError):  # int('9' * 5000), float('.nan')
         return DECLINED
 
 
@@ -90,8 +93,11 @@ def _built(next_event: Any, floats: dict[tuple[str, str], str]) -> Any:  # noqa:
             # (a plain scalar's style is "" from libyaml's parser and None from the pure one)
             if not event.style and event.implicit[0] and (not value or value[0] in _TYPED_STARTS):
                 value = _resolve_plain(value)
-                if type(value) is float and len(stack) == 2 and type(stack[0]) is type(stack[1]) is _Mapping:
-                    floats[(stack[0].key, stack[1].key)] = event.value
+                if type(value) is float:
+                    if not isfinite(value):  # 1e999 (.inf and .nan decline in _resolve_plain)
+                        return DECLINED
+                    if len(stack) == 2 and type(stack[0]) is type(stack[1]) is _Mapping:
+                        floats[(stack[0].key, stack[1].key)] = event.value
             if type(value) is str and not value.isascii() and SURROGATE.search(value):
                 return DECLINED
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
@@ -156,10 +162,5 @@ def _resolve_plain(value: str) -> Any:
                 if value.startswith("0x"):
                     return int(value[2:], 16)
                 return int(value, 10)
-            lowered = value.lower()
-            if lowered.endswith(".inf"):
-                return float("-inf") if lowered.startswith("-") else float("inf")
-            if lowered == ".nan":
-                return float("nan")
-            return float(value)
+            return float(value)  # ValueError for .inf and .nan: declined (see plain_data)
     return value

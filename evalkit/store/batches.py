@@ -40,7 +40,7 @@ def save_batches(store: Store, batches: Sequence[PendingBatch]) -> None:
         for b in batches
     ]  # fmt: skip
     with store.transaction():
-        store.insert_columns("batches", COLUMNS, rows)
+        store.insert_rows("batches", COLUMNS, rows)
 
 
 def load_batches(store: Store, batch_ids: Sequence[str] = (), *, pending_only: bool = True) -> list[PendingBatch]:

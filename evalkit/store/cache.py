@@ -102,7 +102,7 @@ def write_entries(store: Store, entries: Pending) -> None:
         for key, (c, endpoint) in entries.items()
     ]
     with store.transaction():
-        store.insert_columns("cache", CACHE_COLUMNS, rows, replace=True)
+        store.insert_rows("cache", CACHE_COLUMNS, rows, replace=True)
 
 
 def prune_cache(store: Store, older_than_days: int) -> int:

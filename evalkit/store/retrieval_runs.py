@@ -55,8 +55,8 @@ def save_retrieval_run(
         tuple(_item_values(run, index, item, level)[c] for c in RESULT_COLUMNS) for index, item in enumerate(run.items)
     ]
     with store.transaction():
-        store.insert_columns("runs", columns, [tuple(values[c] for c in columns)])
-        store.insert_columns("results", RESULT_COLUMNS, items if keeps_items(level) else [])
+        store.insert_rows("runs", columns, [tuple(values[c] for c in columns)])
+        store.insert_rows("results", RESULT_COLUMNS, items if keeps_items(level) else [])
 
 
 def _item_values(run: RetrievalRunResult, index: int, item: RetrievalItem, level: str) -> dict[str, Any]:

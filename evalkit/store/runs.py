@@ -77,20 +77,22 @@ def _failed(item: ItemResult) -> str:
     return "a judgement failed" if item.judge_calls and item.response is not None else "the call failed"
 
 
-def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple[Any, ...]:
+def _item_row(
+    run: RunResult, index: int, item: ItemResult, level: str, written: dict[tuple[int, ...], str] | None = None
+) -> tuple[Any, ...]:
+    """One results row. ``written``: the assertions column already written for a tuple of the
+    same assertion result records (a run shares the record of an assertion that held)."""
     reason: str | None
     if level in ("redacted", "full"):
         reason, error = text_for(level, item.reason), text_for(level, item.error)
     else:
         reason, error = metadata_reason(item), (_failed(item) if item.error is not None else None)
-    assertions: list[dict[str, Any]] = []
-    for a in item.assertions:
-        entry: dict[str, Any] = {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight}
-        if a.yardstick:  # a model-graded assertion's judge (README "Model-graded assertions")
-            entry["yardstick"] = a.yardstick
-        if a.reason and level in ("redacted", "full"):
-            entry["reason"] = text_for(level, a.reason)
-        assertions.append(entry)
+    same = tuple(map(id, item.assertions)) if written is not None else ()
+    assertions = written.get(same) if written is not None else None
+    if assertions is None:
+        assertions = _assertions_json(item, level)
+        if written is not None:
+            written[same] = assertions
     return (
         run.run_id,
         index,
@@ -100,7 +102,7 @@ def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple
         reason,
         error,
         item.latency_ms,
-        json.dumps(assertions),
+        assertions,
         text_for(level, item.prompt),
         text_for(level, item.system),
         text_for(level, item.response),
@@ -113,6 +115,18 @@ def _item_row(run: RunResult, index: int, item: ItemResult, level: str) -> tuple
         json.dumps(details) if (details := details_for(level, item.tool_calls, item.context)) else None,
         item.repeat,
     )
+
+
+def _assertions_json(item: ItemResult, level: str) -> str:
+    assertions: list[dict[str, Any]] = []
+    for a in item.assertions:
+        entry: dict[str, Any] = {"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight}
+        if a.yardstick:  # a model-graded assertion's judge (README "Model-graded assertions")
+            entry["yardstick"] = a.yardstick
+        if a.reason and level in ("redacted", "full"):
+            entry["reason"] = text_for(level, a.reason)
+        assertions.append(entry)
+    return json.dumps(assertions)
 
 
 def as_kept(run: RunResult, level: str) -> RunResult:
@@ -213,10 +227,14 @@ def save_run(store: Store, run: RunResult, level: str, version: str, gate: GateV
         metrics["batch"] = run.batch.as_dict(run.cost)
     shard = (run.shard.index, run.shard.count, run.shard.group) if run.shard else (None, None, None)
     run_row = (*_run_row(run, level, version, metrics), *shard)
-    item_rows = [_item_row(run, i, item, level) for i, item in enumerate(run.items)] if keeps_items(level) else []
+    # made as the appender takes them: never all at once (README "Privacy": none keeps no item)
+    written: dict[tuple[int, ...], str] = {}  # the records live as long as the run: their ids stay theirs
+    item_rows = (
+        (_item_row(run, i, item, level, written) for i, item in enumerate(run.items)) if keeps_items(level) else ()
+    )
     with store.transaction():
-        store.insert_columns("runs", (*RUN_COLUMNS, *SHARD_COLUMNS), [run_row])
-        store.insert_columns("results", RESULT_COLUMNS, item_rows)
+        store.insert_rows("runs", (*RUN_COLUMNS, *SHARD_COLUMNS), [run_row])
+        store.insert_rows("results", RESULT_COLUMNS, item_rows)
 
 
 def resolve_run_id(store: Store, run_id: str) -> str:

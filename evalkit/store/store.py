@@ -16,9 +16,10 @@ import random
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NoReturn
@@ -27,6 +28,7 @@ from evalkit.errors import SchemaOutdatedError, StoreError
 from evalkit.store.migrations import apply_migrations, pending
 
 DEFAULT_WAIT_S = 30.0
+APPEND_CHUNK = 10_000  # rows buffered by the appender between flushes
 WAIT_NOTICE_AFTER_S = 1.0
 _NO_EXTENSIONS: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
@@ -221,16 +223,23 @@ class Store:
                 raise _damage(self.path, exc) from None
             raise StoreError(f"{self.path}: commit failed ({_first_line(exc, self.path)})") from None
 
-    def insert_columns(
-        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, replace: bool = False
+    def insert_rows(
+        self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, replace: bool = False
     ) -> None:
-        """Bulk insert: one statement unnesting one list per column (no row-by-row executemany)."""
-        if not rows:
-            return
-        lists = [list(col) for col in zip(*rows, strict=True)]
-        select = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
-        verb = "insert or replace" if replace else "insert"
-        self.con.execute(f"{verb} into {table} ({', '.join(columns)}) select {select}", lists)
+        """Bulk insert (or, with ``replace``, upsert by the table's key) through DuckDB's appender,
+        in the open transaction: each value converted as an executemany parameter is, without a
+        statement per row. Flushed every ``APPEND_CHUNK`` rows, so ``rows`` may be made as they
+        are taken and neither side holds them all (100,000 results: one statement unnesting a
+        list per column took 2.2 s and 330 MB more, the appender 0.7 s; bench/README.md, session 10)."""
+        appender = self.con.appender(table, columns=list(columns), action="upsert" if replace else "insert")
+        taken = iter(rows)
+        try:
+            while chunk := list(islice(taken, APPEND_CHUNK)):
+                appender.append_rows(chunk)
+                appender.flush()
+        except BaseException:
+            appender.clear()  # the rows a refused flush kept go with the transaction's rollback
+            raise
 
     def schema_version(self) -> list[str]:
         rows = self.con.execute("select name from evalkit_migrations order by name").fetchall()

@@ -36,12 +36,27 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-@pytest.mark.parametrize("scalar", SCALARS)
+NON_FINITE = ["+.inf", "-.Inf", ".NaN", ".nan", "1e999", "-1E+400"]
+
+
+@pytest.mark.parametrize("scalar", [s for s in SCALARS if s not in NON_FINITE])
 def test_a_plain_scalar_reads_as_the_full_path_reads_it(scalar: str) -> None:
     text = f"k: {scalar}\n"
     fast = plain_data(text, {})
     assert fast is not DECLINED
     assert same(fast["k"], _parse_slowly(text, "f.yaml").data["k"])
+
+
+@pytest.mark.parametrize("scalar", NON_FINITE)
+def test_an_infinite_or_nan_number_goes_the_full_way(scalar: str) -> None:
+    """So a document read on the fast path holds none, and the schema step does not look."""
+    text = f"k: {scalar}\n"
+    assert plain_data(text, {}) is DECLINED
+    doc = parse_document(text, "f.yaml")
+    assert not doc.finite
+    assert not math.isfinite(doc.data["k"])
+    assert same(doc.data["k"], _parse_slowly(text, "f.yaml").data["k"])
+    assert parse_document("k: 1.5\n", "f.yaml").finite
 
 
 @pytest.mark.parametrize(
@@ -83,7 +98,7 @@ def test_a_valid_file_has_no_node_graph_until_a_position_is_asked_for() -> None:
 
 
 def test_a_large_set_reports_a_bad_assertion_as_a_whole_validation_would() -> None:
-    """Past MEMO_MIN_PROMPTS, each distinct assertion is checked once: the issue of a bad one
+    """Past schemaparts.MIN_PROMPTS, each distinct assertion is checked once: the issue of a bad one
     still names its own prompt and line, and the same assertion elsewhere is not hidden."""
     lines = ["id: a", "name: b", "prompts:"]
     lines += [f"  - {{id: p{i}, prompt: hi, assertions: [{{contains: x}}]}}" for i in range(100)]

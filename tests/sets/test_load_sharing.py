@@ -1,5 +1,5 @@
-"""What a large set shares once loaded: one checker per distinct assertion value, and no node
-graph until a position is shown."""
+"""What a large set shares once loaded: one checker per distinct assertion value, one record per
+assertion written alike, and no node graph until a position is shown."""
 
 from __future__ import annotations
 
@@ -39,6 +39,24 @@ def test_equal_mappings_written_apart_share_one_checker(isolated: Path) -> None:
     assert not grade_assertions(prompt_set.prompts[-1], '{"answer": 1}').passed
 
 
+def test_an_assertion_written_alike_shares_its_record_unless_it_is_located(isolated: Path) -> None:
+    """A record that depends on the item alone is made once; a cost assertion's record holds its
+    own place in the file (its error names it), and a weight or a template makes another item."""
+    prompts = [
+        {"id": f"p{i}", "prompt": "Q", "assertions": [{"contains": "x"}, {"cost": 0.01}, {"icontains": "X"}]}
+        for i in range(4)
+    ]
+    prompts.append({"id": "heavy", "prompt": "Q", "assertions": [{"type": "contains", "value": "x", "weight": 2}]})
+    prompts.append({"id": "t", "prompt": "Q", "vars": {"v": "x"}, "assertions": [{"contains": "{{ v }}"}]})
+    prompt_set = loaded(write_set(isolated / "set.yaml", prompts))
+    written = prompt_set.prompts[:4]
+    assert len({id(p.assertions[0]) for p in written}) == len({id(p.assertions[2]) for p in written}) == 1
+    assert len({str(p.assertions[1].where) for p in written}) == 4
+    heavy, templated = prompt_set.prompts[4].assertions[0], prompt_set.prompts[5].assertions[0]
+    assert (heavy.weight, heavy is not written[0].assertions[0]) == (2.0, True)
+    assert (templated.value, templated is not written[0].assertions[0]) == ("x", True)
+
+
 def test_a_key_that_is_not_a_string_is_refused_after_a_valid_twin(cli: Any, isolated: Path) -> None:
     """{"1": "a"} and {1: "a"} are the same JSON text, but only the first is a JSON value: the
     second is refused, at its own line."""
@@ -56,7 +74,7 @@ def test_a_key_that_is_not_a_string_is_refused_after_a_valid_twin(cli: Any, isol
 
 
 def test_values_that_write_alike_but_differ_are_checked_each() -> None:
-    """The shared check is keyed by the value's JSON text, then confirmed equal: a value from the
+    """The shared check is keyed by the value's repr, then confirmed equal: a value from the
     Python API with an int key is not served its string-keyed twin's checker."""
     from evalkit.assertions import registry
     from evalkit.assertions.registry import AssertionValueError

@@ -131,6 +131,41 @@ def test_ctrl_c_inside_duckdb_is_a_keyboard_interrupt_and_writes_nothing(
         assert store.con.execute("select count(*) from runs").fetchone() == (0,)
 
 
+def test_a_run_written_in_several_flushes_is_still_one_transaction(
+    db_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The appender flushes every APPEND_CHUNK rows: a row refused in a later flush takes back
+    the earlier ones and the run row; a run that goes in whole is read back in order."""
+    from evalkit.store import runs as runs_module
+    from evalkit.store import store as store_module
+
+    monkeypatch.setattr(store_module, "APPEND_CHUNK", 3)
+    run = run_of(5, 8)
+    with Store.open(db_file) as store:
+        save_run(store, run, "metadata", "test")
+        stored = store.con.execute("select item_id, passed, assertions from results order by item_index").fetchall()
+    assert [(r[0], r[1]) for r in stored] == [(i.id, i.passed) for i in run.items]
+    assert [json.loads(r[2]) for r in stored] == [
+        [{"type": a.type, "passed": a.passed, "score": a.value, "weight": a.weight} for a in i.assertions]
+        for i in run.items
+    ]
+    real = runs_module._item_row
+
+    def refused_late(run_: object, index: int, *args: object) -> tuple[object, ...]:
+        row = list(real(run_, index, *args))  # type: ignore[arg-type]
+        if index == 7:
+            row[3] = "not-a-boolean"
+        return tuple(row)
+
+    monkeypatch.setattr(runs_module, "_item_row", refused_late)
+    other = run_of(5, 8)
+    with Store.open(db_file) as store, pytest.raises(StoreError, match="nothing was written"):
+        save_run(store, other, "metadata", "test")
+    with Store.open(db_file) as store:
+        assert store.con.execute("select count(*) from runs").fetchone() == (1,)
+        assert store.con.execute("select count(*) from results").fetchone() == (8,)
+
+
 def test_bulk_write_of_ten_thousand_items(db_file: Path) -> None:
     run = run_of(9_000, 10_000)
     with Store.open(db_file) as store:
