@@ -1,5 +1,7 @@
-"""The replay answers file: JSON Lines of ``{"id", "response", "model"?, "set"?}``, one answer per
-prompt and set. Read by the replay provider, and by ``evalkit validate`` when it is named."""
+"""The replay answers file: JSON Lines of ``{"id", "response", "model"?, "set"?, "tool_calls"?}``,
+one answer per prompt and set. Read by the replay provider, and by ``evalkit validate`` when it is
+named. ``tool_calls`` (README "Configuration") is the answer's tool calls as the JSON report
+writes them, ``[{"name", "arguments"}]``."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ from pathlib import Path
 
 from evalkit.errors import InputError, Issue, SetError
 from evalkit.jsonl import json_lines
-from evalkit.records import without_lone_surrogates
+from evalkit.records import JsonValue, without_lone_surrogates
 
-Answer = tuple[str, str | None]  # (response, reported model)
+Answer = tuple[str, str | None, list[JsonValue] | None]  # (response, reported model, tool calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,28 @@ def _answer(path: Path, number: int, record: object) -> tuple[str, str, Answer]:
         raise _issue(path, number, 1, "'model' must be a string")
     if not isinstance(set_id, str):
         raise _issue(path, number, 1, "'set' must be a string")
-    return item_id, set_id, (without_lone_surrogates(response), model or None)
+    calls = record.get("tool_calls")
+    if calls is not None:
+        _check_tool_calls(path, number, calls)
+    return item_id, set_id, (without_lone_surrogates(response), model or None, calls or None)
+
+
+def _check_tool_calls(path: Path, number: int, calls: object) -> None:
+    """``tool_calls``: an array of ``{"name": <non-empty string>, "arguments"?: <any JSON>}``."""
+    if not isinstance(calls, list):
+        raise _issue(path, number, 1, f"'tool_calls' must be an array of {{name, arguments}}, not {_json_type(calls)}")
+    for index, call in enumerate(calls):
+        name = call.get("name") if isinstance(call, dict) else None
+        if not isinstance(name, str) or not name:
+            raise _issue(
+                path,
+                number,
+                1,
+                f"tool_calls[{index}]: expected an object with a non-empty string 'name' (and 'arguments')",
+            )
+        extra = sorted(set(call) - {"name", "arguments"})
+        if extra:
+            raise _issue(path, number, 1, f"tool_calls[{index}]: unknown key '{extra[0]}' (expected name, arguments)")
 
 
 def _json_type(value: object) -> str:

@@ -1,7 +1,8 @@
 """Recorded answers from a JSONL file, for grading pre-generated outputs.
 
 Each line is ``{"id": <prompt id>, "response": <text>, "model": <reported model>}``; an optional
-``"set"`` scopes a record to one set id (it wins over an unscoped record for the same prompt).
+``"set"`` scopes a record to one set id (it wins over an unscoped record for the same prompt), an
+optional ``"tool_calls"`` (``[{"name", "arguments"}]``) gives the answer's tool calls.
 A record without ``model`` answers with no serving proof. The file is read and checked once,
 before anything runs: a malformed line is an input error naming file:line.
 """
@@ -31,11 +32,12 @@ class ReplayProvider:
             raise ProviderError(
                 f"provider '{self.instance_id}': no recorded answer for '{request.item_id}' in {self.path}"
             )
-        response, model = record
+        response, model, calls = record
         serving = self._serving.get((request.model, model))
         if serving is None:
             serving = self._serving[request.model, model] = ServingRecord(self.instance_id, request.model, model)
-        return Completion(text=response, serving=serving, adapter=self.adapter)
+        raw = {"tool_calls": calls} if calls else None
+        return Completion(text=response, serving=serving, adapter=self.adapter, raw=raw)
 
     async def aclose(self) -> None:
         return None

@@ -197,8 +197,21 @@ def test_a_prompt_without_a_record_is_an_input_error_before_any_answer(
         (['{"id": "sunday"}'], 1),
         (['{"id": "sunday", "response": "no", "model": 4}'], 1),
         (['{"id": "sunday", "response": "no"}', "[" * 100_000 + "]" * 100_000], 2),
+        (['{"id": "sunday", "response": "no", "tool_calls": {"name": "search"}}'], 1),
+        (['{"id": "sunday", "response": "no"}', '{"id": "contact", "response": "", "tool_calls": [{"args": 1}]}'], 2),
+        (['{"id": "sunday", "response": "no", "tool_calls": [{"name": "a", "arguments": {}, "id": "c1"}]}'], 1),
     ],
-    ids=["truncated", "array", "no-id", "no-response", "model-not-string", "nested-too-deeply"],
+    ids=[
+        "truncated",
+        "array",
+        "no-id",
+        "no-response",
+        "model-not-string",
+        "nested-too-deeply",
+        "tool-calls-not-array",
+        "tool-call-without-name",
+        "tool-call-unknown-key",
+    ],
 )
 def test_a_malformed_line_is_exit_2_naming_file_and_line(
     cli: Any, replay_config: Path, isolated: Path, db_file: Path, lines: list[str], line_number: int
@@ -281,7 +294,46 @@ def test_line_separators_inside_a_response_are_text_not_line_breaks(
         json.dumps({"id": "contact", "response": '{"email": "a\u2028@b.c"}'}, ensure_ascii=False),
     ]
     (isolated / "answers.jsonl").write_text("\n".join(lines) + "\r\n", encoding="utf-8")
-    assert read_answers(isolated / "answers.jsonl").get("replay.demo", "opening-hours") == (response, None)
+    assert read_answers(isolated / "answers.jsonl").get("replay.demo", "opening-hours") == (response, None, None)
     result = cli("run", "sets/demo.yaml", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert all(item["passed"] for item in json.loads(result.stdout)["items"])
+
+
+TOOLS_SET = """
+id: replay.tools
+name: Replayed tool calls
+prompts:
+  - id: find
+    prompt: Find the refund policy
+    assertions:
+      - tool_called: {name: search, arguments: {required: [query]}}
+      - tool_sequence: [search, open]
+      - not_tool_called: delete_account
+  - id: chat
+    prompt: Say hello
+    assertions: [{contains: hello}, {not_tool_called: search}]
+"""
+
+
+def test_recorded_tool_calls_are_replayed_graded_and_reported(cli: Any, replay_config: Path, isolated: Path) -> None:
+    (isolated / "sets/tools.yaml").write_text(TOOLS_SET, encoding="utf-8")
+    calls = [{"name": "search", "arguments": {"query": "refund"}}, {"name": "open", "arguments": {"id": 3}}]
+    write_answers(
+        isolated,
+        {"id": "find", "response": "", "model": "m", "tool_calls": calls},
+        {"id": "chat", "response": "hello", "model": "m"},
+    )
+    assert cli("validate", "sets/tools.yaml").exit_code == 0
+    result = cli("run", "sets/tools.yaml", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    found = items(json.loads(result.stdout))
+    assert found["find"]["passed"]
+    assert found["chat"]["passed"]
+    assert found["find"]["tool_calls"] == calls  # as the JSON report writes them: a report replays as it was
+    assert "tool_calls" not in found["chat"]
+
+    write_answers(isolated, {"id": "find", "response": "", "tool_calls": calls[1:]}, {"id": "chat", "response": "hi"})
+    failed = items(json.loads(cli("run", "sets/tools.yaml", "--format", "json", "--no-cache").stdout))
+    assert not failed["find"]["passed"]
+    assert "search" in failed["find"]["reason"]
