@@ -24,8 +24,8 @@ inspect_ai (bench/peer_inspect.py) runs (a) and (b) when bench/inspect-venv exis
 
 It also records `evalkit --help` start-up, `evalkit validate` over 100 set files and grading
 100,000 pre-generated answers through the replay provider; and, before each of (a), (b) and (d)
-and at the end, how fast the shared machine was (bench/measure.py's calibration loop, ~1.3 to
-1.7 s when quiet) and its load average: a run whose loop took much longer measured a busy machine. promptfoo 0.121.20 is installed with
+and at the end, how fast the shared machine was (bench/measure.py's calibration loop) and its load
+average: a loop much slower than the run's others measured a busier machine. promptfoo 0.121.20 is installed with
 `npm install --prefix bench/node promptfoo@0.121.20` (bench/node is ignored by git).
 """
 

@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# a fixed pure-Python loop: how fast this shared machine was just then (~1.3 to 1.7 s when quiet)
+# a fixed pure-Python loop: how fast this shared machine was just then (a slower loop than a run's
+# others: a busier machine)
 CALIBRATION = (
     "import time\nt = time.perf_counter()\ns = 0\nfor i in range(10_000_000): s += i\nprint(time.perf_counter() - t)"
 )
