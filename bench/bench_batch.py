@@ -37,8 +37,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
 
-from bench.bench_scale import calibrate  # noqa: E402
-from bench.measure import compile_evalkit, measure  # noqa: E402
+from bench.measure import calibrate, compile_evalkit, measure  # noqa: E402
 
 PATTERN = "'^answer: question [0-9]+$'"
 
@@ -85,7 +84,7 @@ def step(folder: Path, args: list[str], db: Path) -> dict[str, object]:
 
 
 def bench_adapter(folder: Path, provider: str) -> dict[str, object]:
-    loop_s = calibrate()  # how fast this shared machine was just then (bench_scale.py)
+    loop_s = calibrate()  # how fast this shared machine was just then (bench/measure.py)
     db = folder / f"{provider}-split.duckdb"
     submit = step(folder, ["run", "set.yaml", "--batch", "--no-wait", "--provider", provider], db)
     collect = step(folder, ["collect", "--wait", "--format", "json", "--output", f"{provider}.json"], db)

@@ -23,7 +23,9 @@ and the same lanes on httpx's public API (one AsyncClient per lane, one shared T
 inspect_ai (bench/peer_inspect.py) runs (a) and (b) when bench/inspect-venv exists.
 
 It also records `evalkit --help` start-up, `evalkit validate` over 100 set files and grading
-100,000 pre-generated answers through the replay provider. promptfoo 0.121.20 is installed with
+100,000 pre-generated answers through the replay provider; and, before each of (a), (b) and (d)
+and at the end, how fast the shared machine was (bench/measure.py's calibration loop) and its load
+average: a loop much slower than the run's others measured a busier machine. promptfoo 0.121.20 is installed with
 `npm install --prefix bench/node promptfoo@0.121.20` (bench/node is ignored by git).
 """
 
@@ -42,7 +44,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from bench import peer_inspect  # noqa: E402
-from bench.measure import Measure, Server, compile_evalkit, evalkit_env, measure  # noqa: E402
+from bench.measure import Measure, Server, calibrate, compile_evalkit, evalkit_env, measure  # noqa: E402
 
 PROMPTFOO = BENCH / "node" / "node_modules" / ".bin" / "promptfoo"
 ANSWER_CHECKS = {"contains": "42", "regex": "[Aa]nswer is \\d+", "schema": {"type": "object", "required": ["answer"]}}
@@ -190,6 +192,14 @@ def _row(
     }  # fmt: skip
 
 
+def machine_speed(when: str, smoke: bool) -> list[dict[str, object]]:
+    """How fast the shared machine was just then: the calibration loop and the load average
+    (nothing in the CI smoke: the loop alone takes longer than its scenarios)."""
+    if smoke:
+        return []
+    return [{"when": when, "calibration_loop_s": round(calibrate(), 2), "load_average_1m": os.getloadavg()[0]}]
+
+
 def help_startup(repeat: int) -> dict[str, object]:
     times = [measure([sys.executable, "-m", "evalkit", "--help"]).wall_s for _ in range(repeat)]
     entry = BENCH.parent / ".venv" / "bin" / "evalkit"
@@ -319,18 +329,23 @@ def main() -> None:
         raise SystemExit("inspect_ai is not installed: see bench/peer_inspect.py (or pass --no-inspect)")
     sizes = {"a": 20, "b": 10, "c": 2, "d": 20, "grading": 200, "validate": 3, "help": 2} if smoke else {
         "a": 2000, "b": 500, "c": 50, "d": 5000, "grading": 100_000, "validate": 100, "help": 15}  # fmt: skip
-    results: dict[str, object] = {"machine": f"{os.cpu_count()} cores", "smoke": smoke, "rows": []}
+    results: dict[str, object] = {"machine": f"{os.cpu_count()} cores", "smoke": smoke, "rows": [], "calibration": []}
     rows: list[dict[str, object]] = results["rows"]  # type: ignore[assignment]
+    calibration: list[dict[str, object]] = results["calibration"]  # type: ignore[assignment]
     fast = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "0")
     slow = Server(str(BENCH / "loopback_server.py"), "--latency-ms", "200")
     try:
+        calibration += machine_speed("before (a)", smoke)
         rows += scenario("a", n=sizes["a"], url=fast.url, concurrency=16, latency_s=None, tools=tools, before=before)
+        calibration += machine_speed("before (b)", smoke)
         rows += scenario("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2, tools=tools, before=before)
         rows += floor_rows("b", n=sizes["b"], url=slow.url, concurrency=32, latency_s=0.2)
+        calibration += machine_speed("before (d)", smoke)
         rows += scenario(
             "d", n=sizes["d"], url=slow.url, concurrency=64, latency_s=0.2, tools=("evalkit",), before=before
         )
         rows += floor_rows("d", n=sizes["d"], url=slow.url, concurrency=64, latency_s=0.2)
+        calibration += machine_speed("after (d)", smoke)
     finally:
         fast.stop()
         slow.stop()
@@ -387,12 +402,17 @@ def render(results: dict[str, object]) -> str:
                 "evalkit before"
             )
         for floor in ("floor: raw client + stack imports", "floor: httpx client per lane + stack imports"):
-            if floor in by_tool:
-                lines.append(
-                    f"\n({name}) evalkit is {float(e['wall_s']) / float(by_tool[floor]['wall_s']):.3f}x {floor}"
-                )  # type: ignore[arg-type]
+            for tool in ("evalkit", "evalkit before"):
+                if floor in by_tool and tool in by_tool:
+                    ratio = float(by_tool[tool]["wall_s"]) / float(by_tool[floor]["wall_s"])  # type: ignore[arg-type]
+                    lines.append(f"\n({name}) {tool} is {ratio:.3f}x {floor}")
     lines += [
         "",
+        "machine: "
+        + "; ".join(
+            f"{c['when']}: loop {c['calibration_loop_s']} s, load {c['load_average_1m']:.1f}"
+            for c in results.get("calibration", [])  # type: ignore[union-attr]
+        ),
         f"start-up: {results['startup']}",
         f"validate: {results['validate']}",
         f"grading: {results['grading']}",

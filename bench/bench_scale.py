@@ -35,11 +35,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from bench.bench_promptfoo import grading_throughput, write_grading_folder  # noqa: E402
-from bench.measure import compile_evalkit, evalkit_env, measure  # noqa: E402
-
-CALIBRATION = (
-    "import time\nt = time.perf_counter()\ns = 0\nfor i in range(10_000_000): s += i\nprint(time.perf_counter() - t)"
-)
+from bench.measure import calibrate, compile_evalkit, evalkit_env, measure  # noqa: E402
 
 STEPS = {
     "ruamel C events only (floor)": """
@@ -68,10 +64,6 @@ with api.collector_policy(), loading():  # as the command loads: the cyclic coll
     api.load_prompt_sets(["set.yaml"], config)
 """,
 }
-
-
-def calibrate() -> float:
-    return float(measure([sys.executable, "-c", CALIBRATION], cwd=BENCH).stdout)
 
 
 def load_step(folder: Path, body: str, checkout: Path | None = None) -> dict[str, float]:

@@ -11,6 +11,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+# a fixed pure-Python loop: how fast this shared machine was just then (a slower loop than a run's
+# others: a busier machine)
+CALIBRATION = (
+    "import time\nt = time.perf_counter()\ns = 0\nfor i in range(10_000_000): s += i\nprint(time.perf_counter() - t)"
+)
+
 
 @dataclass
 class Measure:
@@ -97,3 +103,8 @@ class Server:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.communicate(timeout=30)
+
+
+def calibrate() -> float:
+    """Seconds the CALIBRATION loop took in a fresh process."""
+    return float(measure([sys.executable, "-c", CALIBRATION]).stdout)

@@ -70,6 +70,59 @@ def test_a_command_pauses_the_collector_while_loading_and_freezes_the_loaded_dur
     assert thresholds[2] == max(before[2][2], memory.RUN_GC_FULL_EVERY)
 
 
+@pytest.fixture
+def storing(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Whether the collector runs while the run's database is opened and while the run is stored."""
+    seen: list[tuple[str, bool]] = []
+    prepare, persist = execute._prepare_database, execute.persist
+
+    def opening(*args: Any, **kwargs: Any) -> Any:
+        seen.append(("open", gc.isenabled()))
+        return prepare(*args, **kwargs)
+
+    def persisting(*args: Any, **kwargs: Any) -> Any:
+        seen.append(("store", gc.isenabled()))
+        return persist(*args, **kwargs)
+
+    monkeypatch.setattr(execute, "_prepare_database", opening)
+    monkeypatch.setattr(execute, "persist", persisting)
+    return seen
+
+
+def test_a_command_pauses_the_collector_but_while_its_run_calls(
+    cli: Any,
+    watched: dict[str, list[State]],
+    storing: list[tuple[str, bool]],
+    db_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evalkit.cli import run as run_command
+
+    emit = run_command.emit
+    reporting: list[bool] = []
+
+    def emitting(*args: Any, **kwargs: Any) -> None:
+        reporting.append(gc.isenabled())
+        emit(*args, **kwargs)
+
+    monkeypatch.setattr(run_command, "emit", emitting)
+    result = cli("run", "set.yaml", "--provider", "rec")
+    assert result.exit_code == 0, result.stderr
+    assert storing == [("open", False), ("store", False)]
+    ((enabled, _, _),) = watched["run"]
+    assert enabled  # the calls leave reference cycles: it runs while they are made
+    assert reporting == [False]
+    assert db_file.exists()
+
+
+def test_the_python_api_stores_with_the_collector_as_it_finds_it(
+    watched: dict[str, list[State]], storing: list[tuple[str, bool]], db_file: Path
+) -> None:
+    run = evalkit.run_set(evalkit.load_set("set.yaml"), provider="rec", db=db_file)
+    assert run.items[0].passed
+    assert storing == [("open", True), ("store", True)]
+
+
 @pytest.mark.parametrize("fails", [False, True])
 def test_an_api_caller_who_asks_gets_the_policy_undone_after_the_run(
     watched: dict[str, list[State]], monkeypatch: pytest.MonkeyPatch, fails: bool

@@ -25,7 +25,7 @@ from evalkit.cli.options import (
     stdout_console,
 )
 from evalkit.errors import InputError, RunsNotStored
-from evalkit.memory import loading
+from evalkit.memory import loading, storing
 from evalkit.report.text import printable
 
 if TYPE_CHECKING:
@@ -103,8 +103,6 @@ def run_command(
     html_file: str | None,
 ) -> None:
     """Run prompt sets (files, folders or set ids) against a model endpoint."""
-    from evalkit import api
-
     if not batch and (no_wait or max_wait is not None or poll_interval is not None):
         raise click.UsageError("--no-wait, --max-wait and --poll-interval go with --batch")
     outputs = Outputs(fmt, output, junit, markdown)
@@ -113,8 +111,10 @@ def run_command(
 
         raise InputError(f"--html with --shard: {GATE_POINTER}; give --html to evalkit gate instead")
     check_writable(output, junit, markdown, html_file)
-    grader_name = api.resolve_grader_name(grader, strict=True)
-    with loading():  # the CLI's collector policy: evalkit/memory.py
+    with loading():  # the CLI's collector policy: evalkit/memory.py (the pipeline's modules imported under it too)
+        from evalkit import api
+
+        grader_name = api.resolve_grader_name(grader, strict=True)
         cfg = api.load_config(config)
         sets = api.load_prompt_sets(targets, cfg)
         plan = api.plan_run(
@@ -132,10 +132,11 @@ def run_command(
         code = run_batched(plan, cfg, outputs, html_file, no_wait=no_wait, waiting=waiting)
         if code is not None:
             sys.exit(code)
-    runs = carried_out(plan, cfg, outputs, html_file)
-    if gate.fail_on_regression:
-        note_gate_power(runs)
-    reported(runs, plan, cfg, outputs, html_file)
+    with storing():  # the collector paused but while the runs call (evalkit/memory.py): they are reported, then exit
+        runs = carried_out(plan, cfg, outputs, html_file)
+        if gate.fail_on_regression:
+            note_gate_power(runs)
+        reported(runs, plan, cfg, outputs, html_file)
     code = exit_code(runs)
     if code == 3 and fmt != "table":  # the table says so; JSON and markdown on stdout alone would not
         say_errored(runs)

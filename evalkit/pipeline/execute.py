@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, TypeVar
 
 from evalkit.config import ProviderConfig
-from evalkit.memory import running
+from evalkit.memory import running, storing
 from evalkit.pipeline.instances import JudgedInstances, probed
 from evalkit.pipeline.persist import interrupted, persist
 from evalkit.pipeline.plan import fallback_chain
@@ -68,23 +68,26 @@ def execute_plan(
     from evalkit.store import StoreCache
 
     cache = StoreCache(plan.db, plan.config.cache_ttl_days) if plan.db is not None and plan.use_cache else None
-    if plan.db is not None:
-        _prepare_database(plan, cache)
-    try:
-        with running():  # the collector policy, when the caller asked for it (evalkit/memory.py)
-            runs = run_async(_run_all(plan, cache, progress, on_start, factory))
-    except KeyboardInterrupt:
-        raise interrupted(0, [], cache) from None
-    except BaseException:
-        if cache is not None:
-            cache.flush()
-        raise
-    # each run is the shard's part of its set (README "Larger suites: shards and batches")
-    if plan.shard is not None:
-        runs = [as_part(run, plan.set_shards, plan.fingerprints) for run in runs]
-    if amend is not None:
-        runs = [amend(run) for run in runs]
-    return persist(plan.db, runs, prompt_ending(plan), cache)
+    # the collector policy, when the caller asked for it (evalkit/memory.py): paused while the
+    # database is opened and the runs stored, on with what is loaded frozen while they run
+    with storing():
+        if plan.db is not None:
+            _prepare_database(plan, cache)
+        try:
+            with running():
+                runs = run_async(_run_all(plan, cache, progress, on_start, factory))
+        except KeyboardInterrupt:
+            raise interrupted(0, [], cache) from None
+        except BaseException:
+            if cache is not None:
+                cache.flush()
+            raise
+        # each run is the shard's part of its set (README "Larger suites: shards and batches")
+        if plan.shard is not None:
+            runs = [as_part(run, plan.set_shards, plan.fingerprints) for run in runs]
+        if amend is not None:
+            runs = [amend(run) for run in runs]
+        return persist(plan.db, runs, prompt_ending(plan), cache)
 
 
 def _lookup(plan: RunPlan) -> Callable[[str], ProviderConfig]:

@@ -32,6 +32,8 @@ def persist(db: Path | None, runs: Sequence[R], ending: Ending[R], cache: StoreC
         return [verdict(ending, None, run) for run in runs]
     stored: list[R] = []  # each run is its own transaction: the ones before a fault are kept
     try:
+        if cache is not None:
+            cache.wait()  # the cache's background write ends before this session begins
         with Store.open(db) as store:
             if cache is not None:
                 cache.flush(store=store)

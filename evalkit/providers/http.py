@@ -32,7 +32,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.config import ProviderConfig
 from evalkit.errors import InputError, ProviderError, ProviderRefused
@@ -107,7 +107,7 @@ class JsonClient:
 
             from evalkit.providers.lanes import LaneTransport
 
-            verify: ssl.SSLContext | bool = tls_context(self._ca_bundle) if self._https else False
+            verify: ssl.SSLContext | Literal[False] = tls_context(self._ca_bundle) if self._https else False
             limits = httpx.Limits(
                 max_connections=self._max_connections, max_keepalive_connections=self._max_connections
             )

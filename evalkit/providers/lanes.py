@@ -5,7 +5,10 @@ concurrency 16, one 16-connection pool took twice as long as 16 lanes. So each l
 ``httpx.AsyncHTTPTransport`` limited to one connection and lent to one request at a time: taken
 when the request is sent, given back when its response body is closed (or the request fails).
 At most ``count`` lanes are opened, as the client's ``max_connections`` would allow; a request
-that finds none free waits for one. The plain version is httpx's own pool: an endpoint reached
+that finds none free waits for one. All lanes share one TLS context: given ``verify=False`` (a
+plain-http endpoint), httpx builds a non-verifying context for each transport, ~1.5 ms each, so
+32 lanes delayed their first calls by ~50 ms (bench/README.md, session 10); one is built for the
+process instead, as httpx builds it. The plain version is httpx's own pool: an endpoint reached
 through a proxy uses it (``transport=None``, evalkit/providers/http.py), and so does a client
 given no transport. Tested directly in tests/providers/test_lanes.py.
 
@@ -15,9 +18,10 @@ This module is imported only when a client is built (httpx is heavy, README "HTT
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import cast
+from typing import Literal, cast
 
 import httpx
 
@@ -25,11 +29,16 @@ import httpx
 class LaneTransport(httpx.AsyncBaseTransport):
     """``count`` one-connection lanes, each lent to one request at a time."""
 
-    def __init__(self, verify: ssl.SSLContext | bool, count: int) -> None:
-        self._verify = verify
+    def __init__(self, verify: ssl.SSLContext | Literal[False], count: int) -> None:
+        self._verify = unverified_context() if verify is False else verify
         self._count = count
         self._lanes: list[httpx.AsyncHTTPTransport] = []
         self._free: asyncio.Queue[httpx.AsyncHTTPTransport] = asyncio.Queue()
+
+    @property
+    def context(self) -> ssl.SSLContext:
+        """The TLS context every lane is built with."""
+        return self._verify
 
     @property
     def opened(self) -> int:
@@ -87,3 +96,12 @@ class _LaneStream(httpx.AsyncByteStream):
             release, self._release = self._release, None
             if release is not None:
                 release()
+
+
+@functools.cache
+def unverified_context() -> ssl.SSLContext:
+    """The context httpx builds for ``verify=False``, built once for the process."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context

@@ -6,6 +6,7 @@ a time, comes back when the response body is closed or the request fails, and no
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -96,3 +97,17 @@ def test_a_body_closed_twice_gives_its_lane_back_once(server: FakeServer) -> Non
         assert (lanes.opened, lanes.idle) == (1, 1)
 
     run(1, body)
+
+
+def test_the_lanes_of_plain_http_endpoints_share_one_non_verifying_context(server: FakeServer) -> None:
+    async def body(client: httpx.AsyncClient, lanes: LaneTransport) -> None:
+        answers = await asyncio.gather(*(client.get(f"{server.url}/{i}") for i in range(3)))
+        assert [a.status_code for a in answers] == [200, 200, 200]
+        assert lanes.opened == 3
+
+    lanes = run(3, body)
+    other = LaneTransport(False, 2)
+    assert lanes.context is other.context  # one for the process: httpx builds one per transport
+    assert (lanes.context.verify_mode, lanes.context.check_hostname) == (ssl.CERT_NONE, False)
+    verifying = ssl.create_default_context()
+    assert LaneTransport(verifying, 2).context is verifying
