@@ -16,6 +16,7 @@ the prompt texts below are part of that yardstick and must not change without a 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -68,9 +69,6 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _LEVEL_KEY = re.compile(r'"level"\s*:\s*"?$')
-_TRUNCATED = re.compile(
-    r'\A\s*\{\s*"level"\s*:\s*"?([0-4])(?![\d.eE])"?\s*(?:,\s*"justification"\s*:\s*"([^"]*))?', re.S
-)
 
 
 CONVERSATION = "Conversation (the candidate response is the assistant's next turn):"
@@ -110,6 +108,13 @@ def yardstick(judge_instance: str, reported_model: str) -> str:
 
 def parse_answer(text: str) -> tuple[int, str]:
     """(level, justification) from the judge's text; ValueError when there is none."""
+    return read_level(text, "justification")
+
+
+def read_level(text: str, reason: str, also: str | None = None) -> tuple[int, str]:
+    """(level 0-4, its reason on one line) from a judge's text: the first JSON object with a level
+    (a number, or its digit as a string), its reason under the key ``reason`` (else ``also``);
+    ValueError when there is none. Shared by the decision grader and the model-graded kinds."""
     candidates = _json_objects(text)
     for candidate in candidates:
         level = candidate.get("level")
@@ -118,13 +123,20 @@ def parse_answer(text: str) -> tuple[int, str]:
         if isinstance(level, float) and level.is_integer():
             level = int(level)
         if isinstance(level, int) and not isinstance(level, bool) and 0 <= level <= 4:
-            return level, _sentence(str(candidate.get("justification", "")))
+            said = candidate.get(reason, candidate.get(also, "") if also else "")
+            return level, _sentence(str(said))
     # an answer cut off by max_tokens still states its level first; a whole answer whose level is
     # not one of the five (10 on a 0-10 scale, 3.5) is no level at all
-    truncated = None if any("level" in c for c in candidates) else _TRUNCATED.search(text)
+    truncated = None if any("level" in c for c in candidates) else _truncated(reason).search(text)
     if truncated:
         return int(truncated.group(1)), _sentence(truncated.group(2) or "")
     raise ValueError("no JSON object with a level 0-4 in the judge's answer")
+
+
+@functools.cache
+def _truncated(reason: str) -> re.Pattern[str]:
+    """An answer cut off after its level (and part of its ``reason``)."""
+    return re.compile(rf'\A\s*\{{\s*"level"\s*:\s*"?([0-4])(?![\d.eE])"?\s*(?:,\s*"{reason}"\s*:\s*"([^"]*))?', re.S)
 
 
 def _sentence(justification: str) -> str:

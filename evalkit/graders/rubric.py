@@ -16,15 +16,14 @@ score >= its threshold (default 0.6).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import replace
 from typing import Any
 
-from evalkit.assertions.excerpt import clip_words, excerpt
+from evalkit.assertions.excerpt import excerpt
 from evalkit.assertions.judged import JudgedValue
 from evalkit.assertions.registry import Outcome
 from evalkit.errors import BatchUnanswered, ProviderError, ProviderRefused
-from evalkit.graders.decision import _json_objects, task_text
+from evalkit.graders.decision import read_level, task_text
 from evalkit.graders.judging import Instance, Judgement, Task, register, served_by
 from evalkit.protocols import Provider
 from evalkit.records import Completion, CompletionRequest, Message, Usage
@@ -84,22 +83,7 @@ def judge_messages(kind: str, task: Task, criteria: str) -> tuple[Message, ...]:
 
 def parse_level(text: str) -> tuple[int, str]:
     """(level, reason) from the judge's answer; ValueError when it holds no level 0-4."""
-    for candidate in _json_objects(text):
-        level = candidate.get("level")
-        if isinstance(level, str) and level.strip() in ("0", "1", "2", "3", "4"):
-            level = int(level.strip())
-        if isinstance(level, float) and level.is_integer():
-            level = int(level)
-        if isinstance(level, int) and not isinstance(level, bool) and 0 <= level <= 4:
-            why = candidate.get("reason", candidate.get("justification", ""))
-            return level, clip_words(" ".join(str(why).split()), 300)
-    cut = _CUT_OFF.search(text)  # an answer cut off at max_tokens still states its level first
-    if cut is not None:
-        return int(cut.group(1)), clip_words(" ".join((cut.group(2) or "").split()), 300)
-    raise ValueError("no JSON object with a level 0-4 in the judge's answer")
-
-
-_CUT_OFF = re.compile(r'\A\s*\{\s*"level"\s*:\s*"?([0-4])(?![\d.eE])"?\s*(?:,\s*"reason"\s*:\s*"([^"]*))?', re.S)
+    return read_level(text, "reason", also="justification")
 
 
 def outcome(kind: str, level: int, reason: str, threshold: float) -> Outcome:
