@@ -26,7 +26,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from evalkit.assertions.excerpt import clip_words, excerpt
-from evalkit.errors import ProviderError, ProviderRefused, RunError
+from evalkit.errors import BatchUnanswered, ProviderError, ProviderRefused, RunError
 from evalkit.protocols import Provider
 from evalkit.records import (
     CallFacts,
@@ -231,6 +231,8 @@ class DecisionGrader:
                 raise
             except ProviderError as exc:
                 problems.append(str(exc))
+                if isinstance(exc, BatchUnanswered):  # the batch's final word: no call asks it again
+                    break
                 continue
             if completion.cached:
                 cached += 1

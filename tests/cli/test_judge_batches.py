@@ -194,6 +194,19 @@ def test_a_judge_request_the_batch_never_answered_is_a_failed_judgement(
     assert "items errored" in result.stderr
 
 
+def test_a_decision_the_judge_batch_never_answered_fails_without_a_call(cli: Any, project: BatchServer) -> None:
+    project.later = [Script(), Script(outcome="expired", answered=1)]  # one of three decisions answered
+    result = cli("run", "s.yaml", "--batch", "--grader", "decision", "--judge", "jd", "--format", "json")
+    assert result.exit_code == 0, result.stderr  # a failed decision fails its item, as in a live run
+    doc = json.loads(result.stdout)
+    assert doc["grader"] == "decision"  # some decisions failed: stored under no full yardstick
+    reasons = [i["reason"] for i in doc["items"] if i["reason"].startswith("Decision failed")]
+    assert len(reasons) == 2
+    assert not any("retry" in r for r in reasons)
+    assert all("provider 'jd': the batch expired this request before answering it" in r for r in reasons), reasons
+    assert project.live == []  # no plain-text retry was made as a call
+
+
 def test_an_unusable_batch_answer_is_asked_again_as_plain_text_in_a_call(cli: Any, project: BatchServer) -> None:
     asked: list[str] = []
 
